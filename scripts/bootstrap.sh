@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Create (or verify) the project's virtualenv for one ROS 2 distro: ROS 2 wheels, torch (CPU), the
+# Python dependencies, a locally generated tf2_msgs and this package (editable). Idempotent: a stamp
+# holding the hash of every input makes a re-run with nothing changed take about a second.
+#
+#   scripts/bootstrap.sh [jazzy|kilted]      -> .venv (jazzy, default) or .venv-kilted
+set -euo pipefail
+start=$(date +%s.%N)
+distro="${1:-jazzy}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+case "$distro" in
+  jazzy) venv="$root/.venv" ;;
+  kilted) venv="$root/.venv-kilted" ;;
+  *) echo "bootstrap: unknown distro '$distro' (use jazzy or kilted)" >&2; exit 2 ;;
+esac
+py="${PYTHON:-python3.11}"
+command -v "$py" >/dev/null || py=python3
+inputs=(scripts/bootstrap.sh requirements/common.txt "requirements/$distro.txt"
+        "requirements/tf2_build_$distro.txt" scripts/tf2_msgs/msg/TFMessage.msg
+        scripts/tf2_msgs/CMakeLists.txt scripts/tf2_msgs/package.xml setup.py setup.cfg package.xml)
+stamp_want=$(cd "$root" && cat "${inputs[@]}" | sha256sum | cut -c1-16)
+stamp_file="$venv/.tt_depth_ros_stamp"
+
+elapsed() { python3 -c "import time;print(f'{time.time()-$start:.1f}')"; }
+
+if [[ -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp_want" ]] \
+   && "$venv/bin/python" -c "import rclpy, torch, tf2_msgs.msg" 2>/dev/null; then
+  echo "bootstrap[$distro]: environment up to date ($venv), checked in $(elapsed) s"
+  exit 0
+fi
+
+echo "bootstrap[$distro]: building $venv with $($py --version)"
+"$py" -m venv "$venv"
+# pip warns once per package about the machine's absent local index folders: filter only those.
+pipi() { "$venv/bin/python" -m pip install --disable-pip-version-check -q "$@" 2>&1 \
+           | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
+pipi -r "$root/requirements/common.txt" -r "$root/requirements/$distro.txt"
+echo "bootstrap[$distro]: python packages installed ($(elapsed) s)"
+
+# tf2_msgs: no wheel exists; generate the one message with the rosidl build wheels (spec/ros.md §5).
+if ! "$venv/bin/python" -c "import tf2_msgs.msg" 2>/dev/null; then
+  pipi -r "$root/requirements/tf2_build_$distro.txt"
+  pyinc=$("$venv/bin/python" -c "import sysconfig;print(sysconfig.get_paths()['include'])")
+  npinc=$("$venv/bin/python" -c "import numpy;print(numpy.get_include())")
+  # The message wheels' CMake exports hard-code the wheel build container's Python prefix.
+  old=$(grep -rhoE '[^;" ]+/python/cp311-cp311' "$venv/share" --include='*.cmake' | sort -u | head -n1 || true)
+  if [[ -n "$old" ]]; then
+    grep -rl "$old/" "$venv/share" --include='*.cmake' | xargs -r sed -i \
+      -e "s#$old/include/python3.11#$pyinc#g" \
+      -e "s#$old/lib/python3.11/site-packages/numpy/_core/include#$npinc#g"
+  fi
+  build="$venv/.build/tf2_msgs"
+  rm -rf "$build"; mkdir -p "$build"
+  export AMENT_PREFIX_PATH="$venv"
+  cmake -S "$root/scripts/tf2_msgs" -B "$build" -DCMAKE_PREFIX_PATH="$venv" \
+    -DCMAKE_INSTALL_PREFIX="$venv" -DPython3_EXECUTABLE="$venv/bin/python" -DBUILD_TESTING=OFF >"$build.log" 2>&1 \
+    || { tail -n 40 "$build.log"; echo "bootstrap: tf2_msgs configure failed (log: $build.log)" >&2; exit 1; }
+  cmake --build "$build" -j2 >>"$build.log" 2>&1 && cmake --install "$build" >>"$build.log" 2>&1 \
+    || { tail -n 40 "$build.log"; echo "bootstrap: tf2_msgs build failed (log: $build.log)" >&2; exit 1; }
+  "$venv/bin/python" -c "import tf2_msgs.msg" \
+    || { echo "bootstrap: tf2_msgs built but does not import" >&2; exit 1; }
+  echo "bootstrap[$distro]: tf2_msgs generated ($(elapsed) s)"
+fi
+
+pipi --no-deps --no-build-isolation -e "$root"
+echo "$stamp_want" >"$stamp_file"
+echo "bootstrap[$distro]: done in $(elapsed) s ($venv)"

@@ -1,0 +1,29 @@
+"""ament_python build of tt_depth_ros (also a plain pip-installable package)."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'tt_depth_ros'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(include=[PACKAGE, PACKAGE + '.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+        ('share/' + PACKAGE + '/launch', glob('launch/*.py')),
+        ('share/' + PACKAGE + '/config', glob('config/*.yaml') + glob('config/*.xml')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='tt_depth_ros developers',
+    maintainer_email='dev@tt-depth-ros.invalid',
+    description='Metric depth and two-view reconstruction ROS 2 nodes (DA3 metric, DUSt3R).',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'tt-depth = tt_depth_ros.tools.cli:main',
+        ],
+    },
+)

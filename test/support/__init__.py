@@ -1,0 +1,1 @@
+"""Helpers shared by the tests (process control, weight rule, fixtures data)."""

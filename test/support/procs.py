@@ -1,0 +1,82 @@
+"""Child processes for cross-process ROS tests: always reaped (terminate, then kill) and logged."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def python_cmd(module: str, *args: str) -> list[str]:
+    """Command line running `python -m module args` with this interpreter (same venv)."""
+    return [sys.executable, '-m', module, *args]
+
+
+@contextlib.contextmanager
+def spawn(cmd: list[str], *, env: dict | None = None, timeout: float = 20.0, name: str = 'child'):
+    """Start `cmd` (inheriting the loopback env), yield the Popen, reap it on exit.
+
+    Output goes to a temp file; `proc.log_text()` returns it (for assertion messages). On exit the
+    process gets SIGINT (rclpy shuts down cleanly), then SIGTERM, then SIGKILL after `timeout`.
+    """
+    log = tempfile.NamedTemporaryFile(prefix=f'{name}-', suffix='.log', delete=False)
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env.setdefault('PYTHONUNBUFFERED', '1')
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, cwd=ROOT,
+                            start_new_session=True)
+    proc.log_path = log.name
+    proc.log_text = lambda: Path(log.name).read_text(errors='replace')
+    try:
+        yield proc
+    finally:
+        stop(proc, timeout)
+        log.close()
+
+
+def stop(proc: subprocess.Popen, timeout: float = 20.0) -> int:
+    """SIGINT, then SIGTERM, then SIGKILL; returns the exit code."""
+    for sig, wait in ((signal.SIGINT, timeout * 0.5), (signal.SIGTERM, timeout * 0.25)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            pass
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+    return proc.returncode
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.05, what: str = 'condition'):
+    """Poll `predicate` until it returns a truthy value; raise TimeoutError naming `what`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f'timed out after {timeout:.1f} s waiting for {what}')
+
+
+def clean_stale_fastdds_shm() -> list[str]:
+    """Remove /dev/shm Fast DDS segments and locks whose owning process is gone.
+
+    Uses Fast DDS's own `fastdds shm clean` when the venv ships it, which knows the lock protocol.
+    """
+    tool = Path(sys.prefix) / 'tools' / 'fastdds' / 'fastdds.py'
+    before = set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
+    if tool.is_file():
+        subprocess.run([sys.executable, str(tool), 'shm', 'clean'], capture_output=True, timeout=60)
+    after = set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
+    return sorted(n for n in before - after if n.startswith(('fastrtps_', 'fastdds_', 'sem.fast')))

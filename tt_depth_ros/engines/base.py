@@ -1,0 +1,88 @@
+"""The one small interface every inference backend implements (torch CPU/CUDA, ttnn).
+
+An engine owns one network on one device. The caller hands it uint8 RGB images already resized to
+the network grid; the engine normalises them (on the device where it can) and returns float32 raw
+maps at network resolution. Everything camera-related (resizing, intrinsics, metric scale, sky,
+clouds, poses) lives in `geometry/`, so a new backend only has to reproduce the network.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What runs the network, for logs and diagnostics."""
+
+    backend: str          # 'torch-cpu' | 'torch-cuda' | 'ttnn'
+    device: str           # e.g. 'cpu', 'cuda:0', 'p150:0'
+    dtype: str            # activations dtype, e.g. 'float32', 'bfloat16'
+    model: str            # e.g. 'da3metric-large', 'dust3r-vitl-512-dpt'
+    details: dict = field(default_factory=dict)
+
+
+class Engine(abc.ABC):
+    """Backend-neutral network runner.
+
+    Lifecycle: construct (weights loaded) -> `prepare(shape)` for every input shape that will be
+    used (compile / warm / capture) -> `infer(...)` per frame -> `close()`.
+
+    `infer` takes `num_views` uint8 arrays of shape (H, W, 3), RGB, C-contiguous, at a prepared
+    shape (1 view for DA3, 2 for DUSt3R), and returns a dict of float32 numpy arrays at network
+    resolution (names are model-specific and documented by each engine, e.g. DA3: 'depth', 'sky').
+    An unprepared shape is prepared on first use (logged by the caller); a wrong dtype or channel
+    count raises ValueError naming the input.
+    """
+
+    num_views: int = 1
+
+    @abc.abstractmethod
+    def prepare(self, shape: tuple[int, int]) -> None:
+        """Get ready for (H, W) inputs: compile, warm up, capture a trace where the backend has one."""
+
+    @abc.abstractmethod
+    def infer(self, *images: np.ndarray) -> dict[str, np.ndarray]:
+        """Run the network on `num_views` uint8 HxWx3 RGB images; return float32 raw maps."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release device memory, traces and the device. Idempotent."""
+
+    @property
+    @abc.abstractmethod
+    def info(self) -> EngineInfo:
+        """Backend, device, dtype and model, for logs and diagnostics."""
+
+    @property
+    def last_timings(self) -> dict[str, float]:
+        """Per-stage wall times of the last `infer` call in seconds (e.g. upload, forward, readback)."""
+        return dict(getattr(self, '_timings', {}))
+
+    def __enter__(self) -> 'Engine':
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def check_views(images: tuple[np.ndarray, ...], num_views: int) -> tuple[int, int]:
+    """Validate engine inputs; return their common (H, W). Raises ValueError naming the bad input."""
+    if len(images) != num_views:
+        raise ValueError(f'engine expects {num_views} image(s), got {len(images)}')
+    shape = None
+    for i, img in enumerate(images):
+        if not isinstance(img, np.ndarray):
+            raise TypeError(f'image {i}: expected a numpy array, got {type(img).__name__}')
+        if img.dtype != np.uint8:
+            raise ValueError(f'image {i}: expected dtype uint8 RGB, got {img.dtype}')
+        if img.ndim != 3 or img.shape[2] != 3:
+            raise ValueError(f'image {i}: expected shape (H, W, 3), got {img.shape}')
+        if shape is None:
+            shape = img.shape[:2]
+        elif img.shape[:2] != shape:
+            raise ValueError(f'image {i}: shape {img.shape[:2]} differs from image 0 {shape}; '
+                             'both views must share one network size')
+    return int(shape[0]), int(shape[1])
