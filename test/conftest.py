@@ -3,7 +3,6 @@
 A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart; stale Fast DDS shared-memory
 files of killed processes are removed at the end of the run.
 """
-import os
 import sys
 from pathlib import Path
 

@@ -41,7 +41,7 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def prepare(self, shape: tuple[int, int]) -> None:
-        """Get ready for (H, W) inputs: compile, warm up, capture a trace where the backend has one."""
+        """Get ready for (H, W) inputs: compile, warm up, capture a trace if the backend has one."""
 
     @abc.abstractmethod
     def infer(self, *images: np.ndarray) -> dict[str, np.ndarray]:
@@ -58,7 +58,7 @@ class Engine(abc.ABC):
 
     @property
     def last_timings(self) -> dict[str, float]:
-        """Per-stage wall times of the last `infer` call in seconds (e.g. upload, forward, readback)."""
+        """Per-stage wall times of the last `infer` call, seconds (upload, forward, readback...)."""
         return dict(getattr(self, '_timings', {}))
 
     def __enter__(self) -> 'Engine':
@@ -69,7 +69,7 @@ class Engine(abc.ABC):
 
 
 def check_views(images: tuple[np.ndarray, ...], num_views: int) -> tuple[int, int]:
-    """Validate engine inputs; return their common (H, W). Raises ValueError naming the bad input."""
+    """Validate engine inputs; return their common (H, W). ValueError names the bad input."""
     if len(images) != num_views:
         raise ValueError(f'engine expects {num_views} image(s), got {len(images)}')
     shape = None

@@ -35,7 +35,7 @@ def domain_id_for(pid: int) -> int:
 
 
 def loopback_env(domain_id: int | None = None) -> dict[str, str]:
-    """Variables that confine ROS 2 to this host; merge them into os.environ before importing rclpy."""
+    """Variables confining ROS 2 to this host; merge into os.environ before importing rclpy."""
     profile = str(loopback_profile_path())
     return {
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
