@@ -17,10 +17,5 @@ apply_loopback_env(keep_domain=False)
 from support.procs import clean_stale_fastdds_shm  # noqa: E402
 
 
-def pytest_configure(config):
-    config.addinivalue_line('markers', 'ros: real rclpy across processes (run on Jazzy and Kilted)')
-    config.addinivalue_line('markers', 'slow: full-size model parity (seconds to a minute each)')
-
-
 def pytest_sessionfinish(session, exitstatus):
     clean_stale_fastdds_shm()
