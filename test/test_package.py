@@ -1,5 +1,7 @@
-"""The package builds with colcon unchanged, installs its console scripts and share files, and
-every registered entry point resolves to a callable."""
+"""Packaging: colcon builds the package unchanged and installs its scripts and share files.
+
+Every registered entry point resolves to a callable.
+"""
 import importlib
 import re
 import shutil
@@ -58,10 +60,11 @@ def test_colcon_build_installs_scripts_and_share_files(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     prefix = tmp_path / 'install' / 'tt_depth_ros'
     for name in _console_scripts():
-        assert (prefix / 'lib' / 'tt_depth_ros' / name).is_file(), f'{name} not where ros2 run looks'
+        assert (prefix / 'lib' / 'tt_depth_ros' / name).is_file(), f'{name}: not in lib/<pkg>'
     share = prefix / 'share' / 'tt_depth_ros'
     assert (share / 'package.xml').is_file()
-    assert (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages' / 'tt_depth_ros').is_file()
+    index = prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
+    assert (index / 'tt_depth_ros').is_file()
     for folder, pattern in (('launch', '*.py'), ('config', '*.yaml'), ('config', '*.xml')):
         expected = sorted(p.name for p in (ROOT / folder).glob(pattern))
         assert expected, f'the repository has no {folder}/{pattern}'
