@@ -95,8 +95,10 @@ def mean_metrics(per_frame: list[dict[str, float]]) -> dict[str, float]:
 def rotation_error_deg(R_est: np.ndarray, R_gt: np.ndarray) -> float:
     """Angle of the rotation R_est^T R_gt, degrees, in [0, 180]."""
     R = np.asarray(R_est, dtype=np.float64).T @ np.asarray(R_gt, dtype=np.float64)
-    c = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
-    return float(np.degrees(np.arccos(c)))
+    # atan2(sin, cos) stays accurate near 0 and 180 degrees, where arccos loses precision.
+    sin = 0.5 * np.linalg.norm([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    cos = (np.trace(R) - 1.0) / 2.0
+    return float(np.degrees(np.arctan2(sin, cos)))
 
 
 def translation_direction_error_deg(t_est: np.ndarray, t_gt: np.ndarray) -> float:
@@ -110,8 +112,7 @@ def translation_direction_error_deg(t_est: np.ndarray, t_gt: np.ndarray) -> floa
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if na < 1e-12 or nb < 1e-12:
         raise ValueError(f'translation has no direction (|t_est|={na:.3g}, |t_gt|={nb:.3g})')
-    c = np.clip(a @ b / (na * nb), -1.0, 1.0)
-    return float(np.degrees(np.arccos(c)))
+    return float(np.degrees(np.arctan2(np.linalg.norm(np.cross(a, b)), a @ b)))
 
 
 def relative_pose(T_world_a: np.ndarray, T_world_b: np.ndarray) -> np.ndarray:
