@@ -1,0 +1,43 @@
+"""CroCo decoder block: self-attention, cross-attention to the other view, MLP (spec/dust3r §3.4).
+
+Mirrors croco `models/blocks.py` DecoderBlock with `norm_im2_in_dec=True`; attribute names are the
+checkpoint keys (`norm1 attn norm2 cross_attn norm_y norm3 mlp`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from tt_depth_ros.models.layers.attention import Attention
+from tt_depth_ros.models.layers.cross_attention import CrossAttention
+from tt_depth_ros.models.layers.mlp import Mlp
+
+
+class DecoderBlock(nn.Module):
+    """x += attn(norm1 x); x += cross_attn(norm2 x, norm_y y); x += mlp(norm3 x). y is not changed.
+
+    Args:
+        dim: token width.
+        num_heads: heads of both attentions.
+        mlp_ratio: MLP hidden / width.
+        norm_eps: LayerNorm epsilon (1e-6, spec §2).
+    """
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, norm_eps: float = 1e-6):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=norm_eps)
+        self.attn = Attention(dim, num_heads, qkv_bias=True)
+        self.norm2 = nn.LayerNorm(dim, eps=norm_eps)
+        self.cross_attn = CrossAttention(dim, num_heads, qkv_bias=True)
+        self.norm_y = nn.LayerNorm(dim, eps=norm_eps)
+        self.norm3 = nn.LayerNorm(dim, eps=norm_eps)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, rope: Callable | None = None,
+                xpos: torch.Tensor | None = None, ypos: torch.Tensor | None = None) -> torch.Tensor:
+        """Update this branch's tokens x (B, Nx, C) given the other branch's y (B, Ny, C)."""
+        x = x + self.attn(self.norm1(x), rope=rope, pos=xpos)
+        x = x + self.cross_attn(self.norm2(x), self.norm_y(y), rope=rope, xpos=xpos, ypos=ypos)
+        return x + self.mlp(self.norm3(x))
