@@ -1,0 +1,85 @@
+"""Back-projection of a planar-z depth map into an organized point grid (depth_image_proc math).
+
+Mirrors depth_image_proc's `convertDepth`: pixel (u, v) with depth z becomes
+x = (u - cx) * z / fx, y = (v - cy) * z / fy, z (integer pixel coordinates are pixel centres, as
+in image_geometry). Non-finite or non-positive depth is invalid and gives NaN xyz (REP 118: NaN
+invalid, +Inf no return; neither is a point). Decimation keeps the grid organized: it takes every
+`decimation`-th row and column and keeps those pixels' original coordinates. Vectorised: one
+broadcast multiply per axis, writing straight into caller-provided (e.g. message) buffers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _check(depth: np.ndarray, K: np.ndarray, decimation: int) -> None:
+    if depth.ndim != 2:
+        raise ValueError(f'depth must be (H, W), got shape {depth.shape}')
+    if int(decimation) < 1:
+        raise ValueError(f'decimation must be >= 1, got {decimation}')
+    if K.shape != (3, 3) or not (K[0, 0] > 0 and K[1, 1] > 0):
+        raise ValueError(f'K must be 3x3 with positive fx, fy; got {K.tolist()}')
+
+
+def decimated_shape(height: int, width: int, decimation: int) -> tuple[int, int]:
+    """Grid size after keeping every `decimation`-th row and column (starting at 0)."""
+    return (height + decimation - 1) // decimation, (width + decimation - 1) // decimation
+
+
+def fill_points(depth: np.ndarray, K: np.ndarray, x_out: np.ndarray, y_out: np.ndarray,
+                z_out: np.ndarray, decimation: int = 1, max_range_m: float | None = None) -> None:
+    """Write organized x, y, z (float32, NaN for invalid) into three (h, w) output views.
+
+    Args:
+        depth: (H, W) planar depth in metres (float32/64); NaN, +-Inf, <= 0 are invalid.
+        K: 3x3 intrinsics for the depth image's pixel grid (skew is honoured).
+        x_out: (h, w) float32 array (may be a strided field view of a structured array).
+        y_out: same for y.
+        z_out: same for z.
+        decimation: keep every n-th row/column.
+        max_range_m: points farther than this Euclidean range become NaN; None keeps all.
+    """
+    K = np.asarray(K, dtype=np.float64)
+    _check(depth, K, decimation)
+    d = int(decimation)
+    z = depth[::d, ::d]
+    h, w = z.shape
+    fx, fy, cx, cy, skew = K[0, 0], K[1, 1], K[0, 2], K[1, 2], K[0, 1]
+    v = np.arange(0, depth.shape[0], d, dtype=np.float64)
+    u = np.arange(0, depth.shape[1], d, dtype=np.float64)
+    row = ((v - cy) / fy).astype(np.float32)                  # (h,)  y / z
+    col = ((u - cx) / fx).astype(np.float32)                  # (w,)  x / z without skew
+    z_out[...] = z
+    invalid = ~(np.isfinite(z_out) & (z_out > 0))
+    with np.errstate(invalid='ignore', over='ignore'):   # inf*0 in invalid pixels, fixed below
+        np.multiply(z_out, row[:, None], out=y_out)
+        np.multiply(z_out, col[None, :], out=x_out)
+        if skew != 0.0:                                   # u = fx*X/Z + s*Y/Z + cx
+            x_out -= np.float32(skew / fx) * y_out
+        if max_range_m is not None:
+            r2 = x_out * x_out + y_out * y_out + z_out * z_out
+            invalid |= r2 > np.float32(max_range_m) ** 2
+    if invalid.any():
+        x_out[invalid] = np.nan
+        y_out[invalid] = np.nan
+        z_out[invalid] = np.nan
+    assert x_out.shape == (h, w)
+
+
+def organized_points(depth: np.ndarray, K: np.ndarray, decimation: int = 1,
+                     max_range_m: float | None = None) -> np.ndarray:
+    """Organized (h, w, 3) float32 points, NaN for invalid; see `fill_points` for the arguments."""
+    h, w = decimated_shape(depth.shape[0], depth.shape[1], max(int(decimation), 1))
+    out = np.empty((h, w, 3), dtype=np.float32)
+    fill_points(depth, K, out[..., 0], out[..., 1], out[..., 2], decimation, max_range_m)
+    return out
+
+
+def pack_rgb(rgb: np.ndarray) -> np.ndarray:
+    """(..., 3) uint8 RGB -> (...) float32 whose bits are 0x00RRGGBB (PCL / depth_image_proc)."""
+    if rgb.dtype != np.uint8 or rgb.shape[-1] != 3:
+        raise ValueError(f'rgb must be (..., 3) uint8, got {rgb.shape} {rgb.dtype}')
+    r = rgb[..., 0].astype(np.uint32)
+    g = rgb[..., 1].astype(np.uint32)
+    b = rgb[..., 2].astype(np.uint32)
+    return ((r << 16) | (g << 8) | b).view(np.float32)

@@ -1,0 +1,76 @@
+"""The single inference thread of a perception node: takes the latest frame, processes it.
+
+The executor thread only validates messages and puts them in the mailbox; this thread runs the
+engine and publishes. An exception in `process` is reported through `on_error` and the loop goes
+on with the next frame — one bad frame never stops the node. `stop()` closes the mailbox, joins
+the thread (bounded wait) and drops whatever was pending.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tt_depth_ros.ros.mailbox import LatestFrameMailbox
+
+
+class FrameWorker:
+    """One daemon thread draining a LatestFrameMailbox into `process(item)`."""
+
+    def __init__(self, mailbox: LatestFrameMailbox, process: Callable[[Any], None],
+                 on_error: Callable[[Any, BaseException], None], name: str = 'frame-worker'):
+        """Create (not start) the worker.
+
+        Args:
+            mailbox: the mailbox the executor fills.
+            process: called in the worker thread for every frame taken.
+            on_error: called with (item, exception) when `process` raises.
+            name: thread name (visible in py-spy, leak checks).
+        """
+        self._mailbox = mailbox
+        self._process = process
+        self._on_error = on_error
+        self._name = name
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.busy = False
+
+    def start(self) -> None:
+        """Start the thread (idempotent while running)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._mailbox.reopen()
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            item = self._mailbox.take(timeout=0.5)
+            if item is None or self._stop.is_set():
+                continue
+            self.busy = True
+            try:
+                self._process(item)
+            except Exception as exc:  # noqa: BLE001 - reported, the loop must survive
+                self._on_error(item, exc)
+            finally:
+                self.busy = False
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop and join; returns False if the thread is still alive after `timeout` seconds."""
+        self._stop.set()
+        self._mailbox.close()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+            alive = thread.is_alive()
+        else:
+            alive = False
+        self._mailbox.clear()
+        return not alive
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
