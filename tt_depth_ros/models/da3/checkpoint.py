@@ -1,0 +1,107 @@
+"""DA3 checkpoint keys -> module keys (spec/da3.md §6) and strict loading.
+
+The module tree uses the checkpoint names, so the mapping is a pure dict-to-dict rename: strip
+`model.` (legacy `module.`), legacy `.net.` -> `.backbone.` and `output_conv2_additional.sky_mask`
+-> `sky_output_conv2`. Keys of other DA3 variants (any-view camera token, QK-norm, head pre-norm,
+aux ray branch, camera encoder/decoder) are rejected by name: such a file is not a metric/mono
+model, whatever its shapes. Finding, downloading and hashing files is engines/weights.py's job.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from torch import nn
+
+FOREIGN_PATTERNS = (
+    (re.compile(r'(^|\.)camera_token$'), 'camera token (DA3 any-view)'),
+    (re.compile(r'\.attn\.(q|k)_norm\.'), 'QK-norm (DA3 any-view)'),
+    (re.compile(r'^head\.norm\.'), 'head pre-norm (DualDPT)'),
+    (re.compile(r'_aux\.'), 'aux ray branch (DualDPT)'),
+    (re.compile(r'(^|\.)cam_(enc|dec)\.'), 'camera encoder/decoder'),
+)
+_LIST = 12
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read or does not fit the model; the message names the keys."""
+
+
+def _listing(keys: list[str]) -> str:
+    keys = sorted(keys)
+    more = f' ... (+{len(keys) - _LIST} more)' if len(keys) > _LIST else ''
+    return ', '.join(keys[:_LIST]) + more
+
+
+def map_state_dict(state: Mapping[str, object]) -> dict[str, torch.Tensor]:
+    """Rename DA3 checkpoint keys to DA3Model keys; pure function (no I/O).
+
+    Args:
+        state: Checkpoint tensors (torch or numpy) keyed by upstream names (with `model.`).
+
+    Returns:
+        A new dict keyed like `DA3Model.state_dict()`.
+
+    Raises:
+        CheckpointError: Keys of another DA3 variant, or two keys mapping to one name.
+    """
+    out: dict[str, torch.Tensor] = {}
+    foreign: list[str] = []
+    for key, value in state.items():
+        k = key
+        for prefix in ('model.', 'module.'):
+            if k.startswith(prefix):
+                k = k[len(prefix):]
+                break
+        k = re.sub(r'(^|\.)net\.', r'\1backbone.', k, count=1)
+        k = k.replace('output_conv2_additional.sky_mask', 'sky_output_conv2')
+        for pattern, what in FOREIGN_PATTERNS:
+            if pattern.search(k):
+                foreign.append(f'{key} [{what}]')
+                break
+        if k in out:
+            raise CheckpointError(f'checkpoint has two keys for {k!r} (one is a legacy alias)')
+        t = value
+        if isinstance(value, np.ndarray):
+            t = torch.from_numpy(np.ascontiguousarray(value))
+        if not isinstance(t, torch.Tensor):
+            raise CheckpointError(f'checkpoint entry {key!r} is a {type(value).__name__}, '
+                                  'not a tensor')
+        out[k] = t
+    if foreign:
+        raise CheckpointError('checkpoint is another DA3 variant, not DA3METRIC/DA3MONO-LARGE: '
+                              f'unexpected keys {_listing(foreign)}')
+    return out
+
+
+def load_state_dict(model: nn.Module, state: Mapping[str, object]) -> None:
+    """Map and load a checkpoint strictly into `model`, casting to the model's dtypes.
+
+    Args:
+        model: A DA3Model (any config).
+        state: Checkpoint tensors keyed by upstream names.
+
+    Raises:
+        CheckpointError: Listing missing keys, unexpected keys and shape mismatches.
+    """
+    mapped = map_state_dict(state)
+    own = model.state_dict()
+    missing = [k for k in own if k not in mapped]
+    unexpected = [k for k in mapped if k not in own]
+    shapes = [f'{k} {tuple(mapped[k].shape)} (model {tuple(own[k].shape)})'
+              for k in own if k in mapped and mapped[k].shape != own[k].shape]
+    if missing or unexpected or shapes:
+        parts = []
+        if missing:
+            parts.append(f'{len(missing)} missing keys: {_listing(missing)}')
+        if unexpected:
+            parts.append(f'{len(unexpected)} unexpected keys: {_listing(unexpected)}')
+        if shapes:
+            parts.append(f'{len(shapes)} shape mismatches: {_listing(shapes)}')
+        raise CheckpointError('checkpoint does not fit this DA3 model: ' + '; '.join(parts))
+    bad = [k for k, t in mapped.items() if not t.is_floating_point()]
+    if bad:
+        raise CheckpointError(f'non-float tensors in checkpoint: {_listing(bad)}')
+    model.load_state_dict(mapped, strict=True)  # copy_ casts to each parameter's dtype
