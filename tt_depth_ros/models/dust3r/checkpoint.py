@@ -60,8 +60,13 @@ def map_state_dict(state: Mapping[str, object]) -> dict[str, torch.Tensor]:
     return out
 
 
-def load_into(model: nn.Module, state: Mapping[str, object]) -> None:
+def load_into(model: nn.Module, state: Mapping[str, object], assign: bool = False) -> None:
     """Map and load a checkpoint strictly into `model`.
+
+    Args:
+        model: a `Dust3r` (possibly built on the meta device when `assign` is True).
+        state: checkpoint tensors keyed by upstream names.
+        assign: adopt the checkpoint tensors instead of copying (no second copy in memory).
 
     Raises:
         CheckpointError: listing missing keys, unexpected keys and shape mismatches.
@@ -84,7 +89,7 @@ def load_into(model: nn.Module, state: Mapping[str, object]) -> None:
     for k, t in mapped.items():
         if not torch.is_floating_point(t):
             raise CheckpointError(f'checkpoint tensor {k} has dtype {t.dtype}; expected floats')
-    model.load_state_dict(mapped, strict=True)
+    model.load_state_dict(mapped, strict=True, assign=assign)
 
 
 def read_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
