@@ -1,0 +1,74 @@
+"""`build_engine`: one entry point from a model name and a backend request to a ready Engine.
+
+Model families are builder modules with `build_torch_engine(model, *, device, dtype, weights,
+revision, config, state_dict, cuda_graphs, logger) -> Engine`: `engines/da3.py` (DA3) and
+`engines/dust3r.py` (DUSt3R, its own owner). The ttnn backend is the package `engines/ttnn/` with
+`build_ttnn_engine(model, *, device_id, dtype, weights, revision, config, state_dict, logger)`;
+`select.py` reports it unavailable until that package exists and a device is present.
+Builder modules are imported lazily, so importing this module pulls in no model code.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Mapping, Optional
+
+from tt_depth_ros.engines.base import Engine
+from tt_depth_ros.engines.select import BackendUnavailableError, select_backend
+
+FAMILIES = {
+    'da3metric-large': 'tt_depth_ros.engines.da3',
+    'da3mono-large': 'tt_depth_ros.engines.da3',
+    'da3metric-tiny': 'tt_depth_ros.engines.da3',
+    'dust3r-vitl-512-dpt': 'tt_depth_ros.engines.dust3r',
+    'dust3r-tiny': 'tt_depth_ros.engines.dust3r',
+}
+"""Model name -> builder module."""
+
+
+def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'auto',
+                 device_id: int = 0, dtype: Any = None, revision: Optional[str] = None,
+                 config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
+                 logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None) -> Engine:
+    """Build an engine for `model` on the selected backend.
+
+    Args:
+        model: One of FAMILIES ('da3metric-large', 'da3mono-large', 'dust3r-vitl-512-dpt', and the
+            test configs 'da3metric-tiny', 'dust3r-tiny').
+        weights: Explicit weights file (else HF cache / pinned download).
+        backend: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu' (engines/select.py).
+        device_id: Accelerator index.
+        dtype: None (float32), 'float32', 'bfloat16' or 'float16' (CUDA only).
+        revision: Hub revision for weight resolution.
+        config: Model config override (tests).
+        state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
+        logger: Anything with `.info(str)`.
+        cuda_graphs: torch-cuda only: capture CUDA graphs per shape (default True on CUDA).
+
+    Returns:
+        An Engine (not yet prepared for a shape).
+
+    Raises:
+        ValueError: Unknown model / bad argument.
+        BackendUnavailableError: The requested backend cannot run.
+        tt_depth_ros.engines.weights.WeightsUnavailableError: No weights.
+    """
+    if model not in FAMILIES:
+        raise ValueError(f'unknown model {model!r}; known: {sorted(FAMILIES)}')
+    chosen = select_backend(backend, device_id=device_id, logger=logger)
+    if chosen == 'ttnn':
+        try:
+            ttnn_engines = importlib.import_module('tt_depth_ros.engines.ttnn')
+        except ImportError as e:
+            raise BackendUnavailableError(f'ttnn engine cannot be imported: {e}') from e
+        return ttnn_engines.build_ttnn_engine(model, device_id=device_id, dtype=dtype,
+                                              weights=weights, revision=revision, config=config,
+                                              state_dict=state_dict, logger=logger)
+    try:
+        family = importlib.import_module(FAMILIES[model])
+    except ModuleNotFoundError as e:
+        raise BackendUnavailableError(f'no torch builder for {model!r} in this build '
+                                      f'({FAMILIES[model]} missing: {e})') from e
+    device = f'cuda:{device_id}' if chosen == 'torch-cuda' else 'cpu'
+    return family.build_torch_engine(model, device=device, dtype=dtype, weights=weights,
+                                     revision=revision, config=config, state_dict=state_dict,
+                                     cuda_graphs=cuda_graphs, logger=logger)

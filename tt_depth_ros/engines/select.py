@@ -1,0 +1,94 @@
+"""Backend selection: 'auto' picks ttnn, then torch-cuda, then torch-cpu, and logs the choice.
+
+An explicitly requested backend that cannot run raises `BackendUnavailableError` naming the reason;
+there is never a silent fallback (DESIGN.md §1). Probing happens here, at selection time, never at
+import time.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+BACKENDS = ('ttnn', 'torch-cuda', 'torch-cpu')
+REQUESTS = ('auto',) + BACKENDS
+
+_log = logging.getLogger(__name__)
+
+
+class BackendUnavailableError(ValueError):
+    """The requested backend cannot run here; the message says why and what to do."""
+
+
+def ttnn_status(device_id: int = 0) -> tuple[bool, str]:
+    """Whether the ttnn backend can run on Tenstorrent device `device_id`, and why not."""
+    if importlib.util.find_spec('ttnn') is None:
+        return False, 'the Python package `ttnn` (tt-metal) is not installed'
+    if importlib.util.find_spec('tt_depth_ros.engines.ttnn') is None:
+        return False, 'the ttnn engine (tt_depth_ros.engines.ttnn) is not part of this build'
+    dev = Path('/dev/tenstorrent') / str(device_id)
+    if not dev.exists():
+        return False, f'no Tenstorrent device at {dev}'
+    return True, f'Tenstorrent device {dev}'
+
+
+def cuda_status(device_id: int = 0) -> tuple[bool, str]:
+    """Whether torch can run on CUDA device `device_id`, and why not."""
+    import torch  # probed on request only
+
+    if not torch.cuda.is_available():
+        return False, f'torch {torch.__version__} sees no CUDA device (CPU-only build or no GPU)'
+    n = torch.cuda.device_count()
+    if not 0 <= device_id < n:
+        return False, f'CUDA device {device_id} does not exist ({n} visible)'
+    return True, f'cuda:{device_id} ({torch.cuda.get_device_name(device_id)})'
+
+
+def _status(backend: str, device_id: int) -> tuple[bool, str]:
+    if backend == 'ttnn':
+        return ttnn_status(device_id)
+    if backend == 'torch-cuda':
+        return cuda_status(device_id)
+    if importlib.util.find_spec('torch') is None:
+        return False, 'PyTorch is not installed'
+    return True, 'CPU'
+
+
+def select_backend(requested: str = 'auto', device_id: int = 0,
+                   logger: Optional[Any] = None) -> str:
+    """Resolve a backend request to one of BACKENDS.
+
+    Args:
+        requested: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu'.
+        device_id: Accelerator index (ttnn or CUDA).
+        logger: Anything with `.info(str)` (logging.Logger, rclpy logger); module logger if None.
+
+    Returns:
+        The backend name.
+
+    Raises:
+        ValueError: Unknown request.
+        BackendUnavailableError: An explicitly requested backend cannot run; names the reason.
+    """
+    log = logger if logger is not None else _log
+    if requested not in REQUESTS:
+        raise ValueError(f'backend={requested!r}; allowed: {REQUESTS}')
+    if int(device_id) != device_id or device_id < 0:
+        raise ValueError(f'device_id={device_id} must be a non-negative integer')
+    if requested != 'auto':
+        ok, why = _status(requested, device_id)
+        if not ok:
+            raise BackendUnavailableError(f'backend {requested!r} is unavailable: {why}. '
+                                          "Choose another backend or 'auto'.")
+        log.info(f'backend {requested} (requested): {why}')
+        return requested
+    reasons = []
+    for backend in BACKENDS:
+        ok, why = _status(backend, device_id)
+        if ok:
+            skipped = f" (skipped: {'; '.join(reasons)})" if reasons else ''
+            log.info(f'backend auto -> {backend}: {why}{skipped}')
+            return backend
+        reasons.append(f'{backend}: {why}')
+    raise BackendUnavailableError('no backend can run: ' + '; '.join(reasons))

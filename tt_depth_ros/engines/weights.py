@@ -1,0 +1,213 @@
+"""Finding model weights: explicit path -> Hugging Face cache -> download (pinned, hashed).
+
+Resolution order for `resolve_weights(model_name, path, revision, offline)`:
+
+1. An explicit `path` is used as is (it must be an existing file; it is not hashed - the caller
+   chose it).
+2. The Hugging Face hub cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) at
+   the requested or pinned revision. A cached file is checked against the pinned SHA-256 when one is
+   known (cheap when the blob is named by its hash, as huggingface_hub stores LFS files).
+3. `huggingface_hub.hf_hub_download` at that revision, then the SHA-256 check - unless offline
+   (`offline=True`, or HF_HUB_OFFLINE set when `offline` is None).
+
+Anything else raises `WeightsUnavailableError` saying what to do. Reading a resolved file into a
+state dict is `read_state_dict` (safetensors; `.pth` only via torch.load(weights_only=True)).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+_log = logging.getLogger(__name__)
+
+
+class WeightsUnavailableError(RuntimeError):
+    """Weights cannot be found or verified; the message says what to do."""
+
+
+class CorruptCheckpointError(ValueError):
+    """A weights file that cannot be parsed as a checkpoint."""
+
+
+@dataclass(frozen=True)
+class WeightSpec:
+    """Where a model's published weights live.
+
+    Args:
+        repo_id: Hugging Face repository.
+        filename: File inside the repository.
+        revision: Pinned commit; None means the caller must pass one to download.
+        sha256: Expected SHA-256 of the file at `revision`; None = unknown (not verified).
+        note: Provenance of the pin.
+    """
+
+    repo_id: str
+    filename: str
+    revision: Optional[str]
+    sha256: Optional[str]
+    note: str = ''
+
+
+# The DA3METRIC-LARGE pin (commit, sha256, 1,336,734,448 bytes = fp32) is taken from a third-party
+# project's checksum-pinned download; it could not be re-verified here (no network to the hub).
+REGISTRY: dict[str, WeightSpec] = {
+    'da3metric-large': WeightSpec(
+        'depth-anything/DA3METRIC-LARGE', 'model.safetensors',
+        revision='4010e39f3634a45bc60553321fb49fb760bd594e',
+        sha256='bbea5b0b3ee389849cffa7ddae89de064a90abd2b055fc5aa99aac68db324776',
+        note='pin from a third-party checksum list; unverified here'),
+    'da3mono-large': WeightSpec(
+        'depth-anything/DA3MONO-LARGE', 'model.safetensors', revision=None, sha256=None,
+        note='no pinned revision known: pass revision=<commit>'),
+}
+"""Model name -> published weights. Other engines (e.g. engines/dust3r.py) add their entries."""
+
+TEST_ONLY = ('da3metric-tiny', 'dust3r-tiny')
+
+
+def _env_offline() -> bool:
+    return os.environ.get('HF_HUB_OFFLINE', '').strip().lower() in ('1', 'true', 'yes', 'on')
+
+
+def hub_cache_dir() -> Path:
+    """The hub cache huggingface_hub would use, read from the environment at call time."""
+    if os.environ.get('HF_HUB_CACHE'):
+        return Path(os.environ['HF_HUB_CACHE'])
+    if os.environ.get('HF_HOME'):
+        return Path(os.environ['HF_HOME']) / 'hub'
+    return Path.home() / '.cache' / 'huggingface' / 'hub'
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file, streamed."""
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 22), b''):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _verify(path: Path, spec: WeightSpec, revision: str) -> None:
+    if spec.sha256 is None or revision != spec.revision:
+        _log.warning(f'{path}: no pinned SHA-256 for {spec.repo_id}@{revision}; not verified')
+        return
+    if Path(os.path.realpath(path)).name == spec.sha256:
+        return  # hub blobs of LFS files are named by their SHA-256
+    got = sha256_file(path)
+    if got != spec.sha256:
+        raise WeightsUnavailableError(
+            f'{path} has SHA-256 {got}, expected {spec.sha256} for {spec.repo_id}@{revision}. '
+            'The file is corrupt or not the pinned release: delete it from the cache and retry, '
+            'or pass an explicit weights path.')
+
+
+def _cached(spec: WeightSpec, revision: str, cache_dir: Path) -> Optional[Path]:
+    from huggingface_hub import try_to_load_from_cache
+
+    hit = try_to_load_from_cache(spec.repo_id, spec.filename, cache_dir=str(cache_dir),
+                                 revision=revision)
+    return Path(hit) if isinstance(hit, str) and Path(hit).is_file() else None
+
+
+def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
+                    revision: Optional[str] = None, offline: Optional[bool] = None,
+                    cache_dir: Optional[str | os.PathLike] = None) -> Path:
+    """Find the weights file for `model_name`.
+
+    Args:
+        model_name: Registry name, e.g. 'da3metric-large'.
+        path: Explicit weights file; wins over everything else.
+        revision: Hub revision; default the pinned one.
+        offline: Never download; None = honour HF_HUB_OFFLINE.
+        cache_dir: Hub cache directory; default as huggingface_hub (HF_HUB_CACHE / HF_HOME).
+
+    Returns:
+        Path of an existing weights file.
+
+    Raises:
+        WeightsUnavailableError: With what to do (path, cache, download command).
+    """
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise WeightsUnavailableError(f'weights file {p} does not exist (explicit path)')
+        return p
+    if model_name in TEST_ONLY:
+        raise WeightsUnavailableError(f'{model_name!r} is a test configuration without '
+                                      'published weights: pass a weights path or a state_dict')
+    spec = REGISTRY.get(model_name)
+    if spec is None:
+        raise WeightsUnavailableError(f'no published weights registered for {model_name!r} '
+                                      f'(known: {sorted(REGISTRY)}); pass a weights path')
+    offline = _env_offline() if offline is None else bool(offline)
+    rev = revision or spec.revision
+    cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
+    how = (f'`huggingface-cli download {spec.repo_id} {spec.filename}'
+           + (f' --revision {rev}`' if rev else '`'))
+    if rev is not None:
+        hit = _cached(spec, rev, cache)
+        if hit is not None:
+            _verify(hit, spec, rev)
+            return hit
+    if offline:
+        raise WeightsUnavailableError(
+            f'{spec.repo_id}/{spec.filename}@{rev or "?"} is not in the Hugging Face cache '
+            f'{cache} and offline mode is on (HF_HUB_OFFLINE or offline=True). Fetch it on a '
+            f'connected machine with {how} and copy the cache, or pass weights=/path/to/'
+            f'{spec.filename}.')
+    if rev is None:
+        raise WeightsUnavailableError(
+            f'{model_name}: {spec.note}. Pass revision=<commit of {spec.repo_id}> or an explicit '
+            'weights path.')
+    try:
+        from huggingface_hub import hf_hub_download
+
+        _log.info(f'downloading {spec.repo_id}/{spec.filename}@{rev} into {cache}')
+        got = Path(hf_hub_download(spec.repo_id, spec.filename, revision=rev,
+                                   cache_dir=str(cache)))
+    except Exception as e:  # network, auth, missing revision: all end the same way
+        raise WeightsUnavailableError(
+            f'could not download {spec.repo_id}/{spec.filename}@{rev}: '
+            f'{type(e).__name__}: {e}. Check the network / HF token, run {how}, or pass '
+            'weights=/path/to/model.safetensors.') from e
+    _verify(got, spec, rev)
+    return got
+
+
+def read_state_dict(path: str | os.PathLike) -> dict:
+    """Read a checkpoint file into a dict of CPU tensors (no key mapping).
+
+    `.safetensors` is read with safetensors; `.pth`/`.pt`/`.bin` with torch.load(weights_only=True)
+    (never unpickles code), unwrapping a top-level 'model' or 'state_dict' entry.
+
+    Raises:
+        CorruptCheckpointError: Unreadable or not a tensor mapping.
+    """
+    import torch
+
+    p = Path(path)
+    try:
+        if p.suffix == '.safetensors':
+            from safetensors.torch import load_file
+
+            state = load_file(str(p), device='cpu')
+        elif p.suffix in ('.pth', '.pt', '.bin'):
+            state = torch.load(str(p), map_location='cpu', weights_only=True)
+            for wrap in ('model', 'state_dict'):
+                if isinstance(state, dict) and isinstance(state.get(wrap), dict):
+                    state = state[wrap]
+        else:
+            raise CorruptCheckpointError(f'{p}: unknown checkpoint format {p.suffix!r} '
+                                         '(use .safetensors or .pth)')
+    except CorruptCheckpointError:
+        raise
+    except Exception as e:
+        raise CorruptCheckpointError(
+            f'{p}: cannot read checkpoint ({type(e).__name__}: {e})') from e
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CorruptCheckpointError(f'{p}: not a mapping of tensor names to tensors')
+    return state
