@@ -51,6 +51,11 @@ class NodeStats:
             self.received += 1
             self._in_times.append(time.monotonic())
 
+    def on_drop(self) -> None:
+        """An unprocessed frame was replaced in (or cleared from) the mailbox."""
+        with self._lock:
+            self.mailbox_drops += 1
+
     def on_reject(self, reason: str, message: str) -> None:
         """A frame was skipped for `reason` (a short key such as 'encoding')."""
         with self._lock:

@@ -2,8 +2,8 @@
 
 The executor thread only validates messages and puts them in the mailbox; this thread runs the
 engine and publishes. An exception in `process` is reported through `on_error` and the loop goes
-on with the next frame — one bad frame never stops the node. `stop()` closes the mailbox, joins
-the thread (bounded wait) and drops whatever was pending.
+on with the next frame — one bad frame never stops the node. `stop()` closes the mailbox and joins
+the thread (bounded wait); the owner then clears the mailbox (and counts that drop).
 """
 from __future__ import annotations
 
@@ -67,7 +67,6 @@ class FrameWorker:
             alive = thread.is_alive()
         else:
             alive = False
-        self._mailbox.clear()
         return not alive
 
     @property

@@ -1,0 +1,121 @@
+"""Declared-once node parameters with descriptors, ranges, choices and a configure-time policy.
+
+Every parameter is declared in the node constructor with a ParameterDescriptor (description,
+integer/float range, read_only). A value given on the command line that violates its range or
+type is not allowed to raise from the constructor: it is recorded and reported by `on_configure`
+as a FAILURE naming the parameter. Parameters are either *runtime* (may change while active,
+validated when set) or *configure-time* (read in `on_configure`; while configured a change is
+refused with a message saying to clean up first). Read-only parameters (e.g. `autostart`) are
+refused by rclpy itself with "read-only".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: default, doc, constraints and when it may change."""
+
+    name: str
+    default: object
+    description: str
+    choices: tuple = ()
+    int_range: tuple | None = None      # (lo, hi)
+    float_range: tuple | None = None    # (lo, hi)
+    runtime: bool = False
+    read_only: bool = False
+
+    def check(self, value) -> str | None:
+        """Error text if `value` is not allowed, else None."""
+        if self.choices and value not in self.choices:
+            return f'{self.name}={value!r} is not one of {list(self.choices)}'
+        rng = self.int_range or self.float_range
+        if rng is not None and not (rng[0] <= value <= rng[1]):
+            return f'{self.name}={value!r} is outside [{rng[0]}, {rng[1]}]'
+        return None
+
+    def descriptor(self) -> ParameterDescriptor:
+        """The rcl ParameterDescriptor carrying the description, range and read-only flag."""
+        when = ('read-only (startup only)' if self.read_only else
+                'runtime' if self.runtime else 'configure-time (cleanup, set, configure)')
+        extra = f' One of {list(self.choices)}.' if self.choices else ''
+        d = ParameterDescriptor(name=self.name, description=f'{self.description}{extra} [{when}]',
+                                read_only=self.read_only)
+        if self.int_range is not None:
+            d.integer_range = [IntegerRange(from_value=int(self.int_range[0]),
+                                            to_value=int(self.int_range[1]), step=1)]
+        if self.float_range is not None:
+            d.floating_point_range = [FloatingPointRange(from_value=float(self.float_range[0]),
+                                                         to_value=float(self.float_range[1]),
+                                                         step=0.0)]
+        return d
+
+
+class ParamTable:
+    """Declares specs on a node, keeps the validated values and polices runtime changes."""
+
+    def __init__(self, node) -> None:
+        self._node = node
+        self.specs: dict[str, ParamSpec] = {}
+        self.declare_errors: dict[str, str] = {}
+        self.values: dict[str, object] = {}
+
+    def declare(self, spec: ParamSpec) -> None:
+        """Declare one parameter; a bad override is recorded (reported at configure), not raised."""
+        self.specs[spec.name] = spec
+        try:
+            self._node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
+            self.declare_errors[spec.name] = (f'{spec.name}: invalid value given at startup '
+                                              f'({exc}); fix it (default {spec.default!r})')
+            self._node.declare_parameter(spec.name, spec.default, spec.descriptor(),
+                                         ignore_override=True)
+
+    def read(self) -> list[str]:
+        """Read all values into `self.values`; returns error messages (empty when valid)."""
+        errors = list(self.declare_errors.values())
+        for name, spec in self.specs.items():
+            value = self._node.get_parameter(name).value
+            self.values[name] = value
+            err = spec.check(value)
+            if err:
+                errors.append(err)
+        return errors
+
+    def on_set(self, params, configured: bool) -> SetParametersResult:
+        """Validate a set-parameters request: ranges/choices; configure-time ones need cleanup."""
+        for p in params:
+            spec = self.specs.get(p.name)
+            if spec is None:
+                continue
+            err = spec.check(p.value)
+            if err:
+                return SetParametersResult(successful=False, reason=err)
+            if configured and not spec.runtime:
+                return SetParametersResult(
+                    successful=False,
+                    reason=f'{p.name} is read at configure time; deactivate and clean up the '
+                           'node, set it, then configure again')
+        for p in params:
+            if p.name in self.specs and configured:
+                self.values[p.name] = p.value
+        return SetParametersResult(successful=True)
+
+    def table_markdown(self) -> str:
+        """Markdown table of all parameters (README material)."""
+        rows = ['| parameter | default | description |', '|---|---|---|']
+        for s in self.specs.values():
+            rows.append(f'| `{s.name}` | `{s.default!r}` | {s.descriptor().description} |')
+        return '\n'.join(rows)
