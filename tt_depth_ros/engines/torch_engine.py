@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -62,12 +62,15 @@ class TorchEngine(Engine):
         cuda_graphs: Capture CUDA graphs per shape (CUDA only; default True there).
         logger: Anything with `.info(str)`; module logger if None.
         details: Extra `info.details`.
+        mean: Per-channel mean subtracted after /255 (ImageNet for DA3; 0.5 for DUSt3R).
+        std: Per-channel divisor after the mean (ImageNet for DA3; 0.5 for DUSt3R -> [-1, 1]).
     """
 
     def __init__(self, model: nn.Module, run: RunFn, *, model_name: str, num_views: int = 1,
                  device: str = 'cpu', dtype: str = 'float32', patch_size: int = 14,
                  cuda_graphs: Optional[bool] = None, logger: Optional[Any] = None,
-                 details: Optional[dict] = None) -> None:
+                 details: Optional[dict] = None, mean: Sequence[float] = IMAGENET_MEAN,
+                 std: Sequence[float] = IMAGENET_STD) -> None:
         self._device = torch.device(device)
         self._cuda = self._device.type == 'cuda'
         if cuda_graphs and not self._cuda:
@@ -78,10 +81,8 @@ class TorchEngine(Engine):
         self._log = logger if logger is not None else _log
         self.num_views = num_views
         self._patch = patch_size
-        self._mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float32,
-                                  device=self._device).view(1, 3, 1, 1)
-        self._std = torch.tensor(IMAGENET_STD, dtype=torch.float32,
-                                 device=self._device).view(1, 3, 1, 1)
+        self._mean = torch.tensor(mean, dtype=torch.float32, device=self._device).view(1, 3, 1, 1)
+        self._std = torch.tensor(std, dtype=torch.float32, device=self._device).view(1, 3, 1, 1)
         self._graphs: dict[tuple[int, int], tuple] = {}
         self._prepared: set[tuple[int, int]] = set()
         self._timings: dict[str, float] = {}
