@@ -25,6 +25,7 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from tt_depth_ros.engines.base import Engine
+from tt_depth_ros.engines.weights import WeightsUnavailableError
 from tt_depth_ros.ros.camera_info import CameraInfoError, camera_geometry
 from tt_depth_ros.ros.diagnostics import NodeStats, diagnostic_array
 from tt_depth_ros.ros.image_codec import (
@@ -187,7 +188,10 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.get_logger().error(f'configure failed: {exc}\n{traceback.format_exc()}')
             self.stats.on_error(f'configure: {exc}')
             self._release_all()
-            return FAILURE if isinstance(exc, ValueError) else ERROR
+            # Expected, explained failures (bad value, no weights, backend unavailable) -> FAILURE;
+            # anything else is an error handled by on_error.
+            expected = isinstance(exc, (ValueError, WeightsUnavailableError))
+            return FAILURE if expected else ERROR
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Subscribe, start the worker, enable the lifecycle publishers."""
