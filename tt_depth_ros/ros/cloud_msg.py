@@ -46,7 +46,7 @@ def pointcloud2_msg(xyz: np.ndarray, rgb: np.ndarray | None, header) -> PointClo
     """Organized cloud from (h, w, 3) float32 xyz (NaN invalid) and optional (h, w, 3) uint8 rgb."""
     if xyz.ndim != 3 or xyz.shape[2] != 3:
         raise ValueError(f'xyz must be (h, w, 3), got {xyz.shape}')
-    pts = np.empty(xyz.shape[:2], dtype=XYZ_DTYPE if rgb is None else XYZRGB_DTYPE)
+    pts = np.zeros(xyz.shape[:2], dtype=XYZ_DTYPE if rgb is None else XYZRGB_DTYPE)
     pts['x'], pts['y'], pts['z'] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
     if rgb is not None:
         if rgb.shape[:2] != xyz.shape[:2]:
@@ -68,7 +68,7 @@ def depth_cloud_msg(depth: np.ndarray, K: np.ndarray, header, rgb: np.ndarray | 
         max_range_m: farther points become NaN.
     """
     h, w = decimated_shape(depth.shape[0], depth.shape[1], max(int(decimation), 1))
-    pts = np.empty((h, w), dtype=XYZ_DTYPE if rgb is None else XYZRGB_DTYPE)
+    pts = np.zeros((h, w), dtype=XYZ_DTYPE if rgb is None else XYZRGB_DTYPE)  # padding zeroed
     fill_points(depth, K, pts['x'], pts['y'], pts['z'], decimation, max_range_m)
     if rgb is not None:
         if rgb.shape[:2] != depth.shape:
