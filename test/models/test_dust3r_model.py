@@ -13,7 +13,8 @@ from support.dust3r_data import (
     pair_u8,
     tiny_state_dict,
 )
-from tt_depth_ros.models.dust3r.checkpoint import load_into, read_checkpoint
+from tt_depth_ros.engines.factory import build_engine
+from tt_depth_ros.models.dust3r.checkpoint import load_into
 from tt_depth_ros.models.dust3r.config import LARGE, TINY
 from tt_depth_ros.models.dust3r.model import Dust3r
 from tt_depth_ros.models.layers.rope2d import RoPE2D, grid_positions
@@ -90,7 +91,7 @@ def test_model_keys_equal_checkpoint_keys():
 
 @pytest.mark.slow
 def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
-    """Full ViT-L/Base/DPT from a real-layout rule-v1 safetensors file through the loader."""
+    """Full ViT-L/Base/DPT from a real-layout rule-v1 safetensors file through build_engine."""
     from safetensors.numpy import save_file
     keys = full_keys()
     state = {}
@@ -102,10 +103,8 @@ def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
     path = tmp_path / 'model.safetensors'
     save_file(state, str(path))
     del state
-    with torch.device('meta'):
-        model = Dust3r(LARGE)
-    load_into(model, read_checkpoint(path), assign=True)
+    eng = build_engine('dust3r-vitl-512-dpt', backend='torch-cpu', weights=str(path))
     path.unlink()
-    model.eval()
+    model = eng.model   # the engine's own loaded network; called directly to also get raw
     ref = fixture('full_384x512_grid4')
     assert_gates(_run(model, ref, '384x512'), ref)

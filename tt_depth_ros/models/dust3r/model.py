@@ -114,6 +114,8 @@ class Dust3r(nn.Module):
                                  'geometry.dust3r_preprocess first')
         if img1.shape[0] != img2.shape[0]:
             raise ValueError(f'Dust3r: batch sizes differ ({img1.shape[0]} vs {img2.shape[0]})')
+        dtype = self.patch_embed.proj.weight.dtype   # backbone dtype (heads may stay fp32)
+        img1, img2 = img1.to(dtype), img2.to(dtype)
         if img1.shape == img2.shape:
             # one encoder pass at 2B (numerically the same as per view, spec §3.8)
             f, pos1 = self.encode(torch.cat((img1, img2), dim=0))
@@ -123,6 +125,8 @@ class Dust3r(nn.Module):
             f1, pos1 = self.encode(img1)
             f2, pos2 = self.encode(img2)
         taps1, taps2 = self.decode(f1, f2, pos1, pos2)
+        hdtype = self.downstream_head1.dpt.head[0].weight.dtype
+        taps1, taps2 = [t.to(hdtype) for t in taps1], [t.to(hdtype) for t in taps2]
         raw1 = self.downstream_head1(taps1, tuple(img1.shape[2:]))
         raw2 = self.downstream_head2(taps2, tuple(img2.shape[2:]))
         return raw1, raw2
