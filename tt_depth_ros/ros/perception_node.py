@@ -14,6 +14,7 @@ CameraInfo caching, throttled bad-input reporting (`self.reject`) and statistics
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import time
@@ -79,6 +80,9 @@ COMMON_PARAMS = (
 class PerceptionLifecycleNode(LifecycleNode):
     """Lifecycle node owning one engine, one worker thread and a latest-frame mailbox."""
 
+    #: Subclass defaults for COMMON_PARAMS entries (name -> default), e.g. {'model': ...}.
+    COMMON_DEFAULTS: dict = {}
+
     def __init__(self, node_name: str, **kwargs) -> None:
         """Declare parameters (never raises for bad values: on_configure reports them)."""
         self.engine: Engine | None = None
@@ -89,6 +93,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         self.params = ParamTable(self)
         for spec in COMMON_PARAMS + tuple(self.node_param_specs()):
+            if spec.name in self.COMMON_DEFAULTS:   # e.g. the pair node's default model
+                spec = dataclasses.replace(spec, default=self.COMMON_DEFAULTS[spec.name])
             self.params.declare(spec)
         self.p = self.params.values
         self.params.read()
