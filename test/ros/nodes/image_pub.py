@@ -1,0 +1,58 @@
+"""Smoke publisher process: N 640x480 rgb8 Images whose content encodes their index.
+
+Usage: image_pub.py <topic> <best_effort|reliable> <count> <env_json_out>
+Writes its ROS environment to env_json_out, waits for a subscriber, publishes at 20 Hz.
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+from tt_depth_ros.ros.loopback import apply_loopback_env  # noqa: E402
+
+apply_loopback_env()
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+from std_msgs.msg import Header  # noqa: E402
+
+from tt_depth_ros.ros.depth_msgs import rgb_image_msg  # noqa: E402
+
+ENV_KEYS = ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE',
+            'FASTRTPS_DEFAULT_PROFILES_FILE', 'ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',
+            'ROS_LOCALHOST_ONLY')
+
+
+def frame(i: int) -> np.ndarray:
+    """Deterministic 480x640 RGB content for frame i (checked by the subscriber)."""
+    rng = np.random.default_rng(i)
+    return rng.integers(0, 256, (480, 640, 3), dtype=np.uint8)
+
+
+def main() -> None:
+    topic, rel, count, env_out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    with open(env_out, 'w') as f:
+        json.dump({k: os.environ.get(k) for k in ENV_KEYS}, f)
+    rclpy.init()
+    node = rclpy.create_node('smoke_pub')
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE if rel == 'reliable'
+                     else ReliabilityPolicy.BEST_EFFORT)
+    pub = node.create_publisher(Image, topic, qos)
+    deadline = time.monotonic() + 30
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    for i in range(count):
+        h = Header(frame_id=f'frame_{i}')
+        h.stamp.sec = i
+        pub.publish(rgb_image_msg(frame(i), h))
+        time.sleep(0.05)
+    time.sleep(1.0)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()

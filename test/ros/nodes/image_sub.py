@@ -1,0 +1,56 @@
+"""Smoke subscriber process: receives Images, checks each against image_pub.frame(i).
+
+Usage: image_sub.py <topic> <best_effort|reliable> <expected_count> <result_json_out>
+Writes {'received', 'intact', 'env'} when it has `expected_count` frames or after 30 s.
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+sys.path.insert(0, os.path.dirname(__file__))
+from tt_depth_ros.ros.loopback import apply_loopback_env  # noqa: E402
+
+apply_loopback_env()
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from image_pub import ENV_KEYS, frame  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+
+
+def main() -> None:
+    topic, rel, count, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    rclpy.init()
+    node = rclpy.create_node('smoke_sub')
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE if rel == 'reliable'
+                     else ReliabilityPolicy.BEST_EFFORT)
+    res = {'received': 0, 'intact': 0, 'bad': [],
+           'env': {k: os.environ.get(k) for k in ENV_KEYS}}
+
+    def cb(msg: Image) -> None:
+        res['received'] += 1
+        i = msg.header.stamp.sec
+        data = np.frombuffer(msg.data, np.uint8)
+        ok = (msg.encoding == 'rgb8' and (msg.height, msg.width, msg.step) == (480, 640, 1920)
+              and msg.header.frame_id == f'frame_{i}'
+              and np.array_equal(data.reshape(480, 640, 3), frame(i)))
+        if ok:
+            res['intact'] += 1
+        else:
+            res['bad'].append(i)
+
+    node.create_subscription(Image, topic, cb, qos)
+    deadline = time.monotonic() + 30
+    while res['received'] < count and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.1)
+    with open(out + '.tmp', 'w') as f:
+        json.dump(res, f)
+    os.replace(out + '.tmp', out)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()
