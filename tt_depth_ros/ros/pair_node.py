@@ -1,0 +1,449 @@
+"""Pair node: DUSt3R two-view reconstruction with PnP pose (stereo rig or one moving camera).
+
+Same lifecycle, worker, QoS, CameraInfo and bad-input machinery as the depth node (the shared
+PerceptionLifecycleNode base). Modes:
+- `stereo`: camera1/{image,camera_info} and camera2/{image,camera_info}; frames paired by stamp
+  (ros/pairing.py); camera 1 is the reference.
+- `temporal`: image + camera_info of one camera; each frame is paired with the current keyframe,
+  poses chain keyframe to keyframe (geometry/keyframes.py) in an odom-like frame.
+Per pair (ros/pair_pipeline.py): preprocess -> engine -> PnP of camera 2 with its K at network
+resolution -> scale -> outputs. A failed or weak PnP publishes no pose and no TF for that pair.
+Scale semantics (geometry/scale.py): `depth` is 32FC1 metres and is published only with a metric
+scale (baseline or depth); without one, `depth_unscaled` carries DUSt3R-unit depth if
+`publish_unscaled_depth` is set, never `depth`. Points and poses carry the active units, which
+/diagnostics reports (`units`, `scale_source`, `scale`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Path
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from tf2_msgs.msg import TFMessage
+
+from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
+from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
+from tt_depth_ros.geometry.scale import METRIC_SOURCES, SOURCES, ScaleResult
+from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.ros.camera_info import camera_info_for
+from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
+from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth
+from tt_depth_ros.ros.node_runner import run_lifecycle_node
+from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
+from tt_depth_ros.ros.pairing import ApproxTimePairer, stamp_to_ns
+from tt_depth_ros.ros.params import ParamSpec
+from tt_depth_ros.ros.perception_node import PerceptionLifecycleNode
+from tt_depth_ros.ros.pose_msgs import path_msg, pose_stamped_msg, tf_message
+
+DUST3R_MODELS = ('dust3r-vitl-512-dpt', 'dust3r-tiny')
+
+PAIR_PARAMS = (
+    ParamSpec('mode', 'stereo', "'stereo' (two cameras, paired by stamp) or 'temporal' (one "
+              'camera against keyframes).', choices=('stereo', 'temporal')),
+    ParamSpec('network_size', 512, 'Long side of the DUSt3R input (multiple of 16; 512 for the '
+              'released checkpoint).', int_range=(64, 2048)),
+    ParamSpec('preprocess_mode', 'crop', "'crop' (upstream centre crop) or 'pad' (letterbox).",
+              choices=('crop', 'pad')),
+    ParamSpec('expected_width', 0, 'Camera width to prepare the engine for at configure; 0 = '
+              'first frame.', int_range=(0, 16384)),
+    ParamSpec('expected_height', 0, 'Camera height to prepare at configure; 0 = first frame.',
+              int_range=(0, 16384)),
+    ParamSpec('pair_tolerance_s', 0.01, 'Stereo: largest stamp difference of one pair, seconds.',
+              float_range=(0.0, 10.0)),
+    ParamSpec('pair_queue_size', 5, 'Stereo: frames kept per camera while waiting for a partner.',
+              int_range=(1, 100)),
+    ParamSpec('conf_threshold', 3.0, 'DUSt3R confidence above which a pixel is used (upstream 3).',
+              float_range=(1.0, 1e6), runtime=True),
+    ParamSpec('pnp_reproj_px', 5.0, 'RANSAC inlier threshold, network pixels (upstream 5).',
+              float_range=(0.1, 100.0)),
+    ParamSpec('pnp_iterations', 100, 'RANSAC iterations (upstream 100).', int_range=(1, 100000)),
+    ParamSpec('pnp_min_inliers', 50, 'Fewer PnP inliers: no pose, no TF for that pair.',
+              int_range=(4, 1 << 24)),
+    ParamSpec('pnp_min_inlier_ratio', 0.1, 'Smaller inlier fraction: no pose, no TF.',
+              float_range=(0.0, 1.0)),
+    ParamSpec('scale_source', 'none', "'none' (DUSt3R units), 'baseline' (stereo: "
+              "baseline_m / |t|) or 'depth' (median ratio to metric_depth of the reference view).",
+              choices=SOURCES),
+    ParamSpec('baseline_m', 0.0, 'Stereo baseline in metres (scale_source=baseline).',
+              float_range=(0.0, 1e3)),
+    ParamSpec('metric_depth_wait_s', 0.5, "scale_source=depth: how long the worker waits for the "
+              'metric depth image with the reference stamp.', float_range=(0.0, 10.0)),
+    ParamSpec('publish_unscaled_depth', False, 'Without a metric scale, publish DUSt3R-unit depth '
+              "on 'depth_unscaled' (never on 'depth').", runtime=True),
+    ParamSpec('publish_depth2', False, "Stereo: also publish camera 2's depth on 'depth2'.",
+              runtime=True),
+    ParamSpec('publish_confidence', False, "Publish the DUSt3R confidence (32FC1, >= 1) on "
+              "'confidence'.", runtime=True),
+    ParamSpec('publish_tf', True, 'Publish the pose on /tf as well as on pose.', runtime=True),
+    ParamSpec('tf_parent_frame', '', "TF/pose parent; '' = camera 1's frame_id (stereo) or "
+              "'dust3r_odom' (temporal).", runtime=True),
+    ParamSpec('tf_child_frame', '', "TF child; '' = <camera frame_id>_dust3r (a new frame, so "
+              'no existing frame gets a second parent).', runtime=True),
+    ParamSpec('publish_path', False, "Temporal: publish the trajectory on 'path'.", runtime=True),
+    ParamSpec('path_max_poses', 1000, 'Longest published path (oldest poses dropped).',
+              int_range=(1, 1000000), runtime=True),
+    ParamSpec('keyframe_every_n', 10, 'Temporal: new keyframe after this many frames (0 = off).',
+              int_range=(0, 1000000)),
+    ParamSpec('keyframe_max_rotation_deg', 15.0, 'Temporal: new keyframe beyond this rotation.',
+              float_range=(0.0, 180.0)),
+    ParamSpec('keyframe_max_translation', 0.0, 'Temporal: new keyframe beyond this translation '
+              '(trajectory units; 0 = off).', float_range=(0.0, 1e6)),
+)
+
+
+class PairNode(PerceptionLifecycleNode):
+    """DUSt3R stereo / temporal reconstruction node; see the module docstring."""
+
+    COMMON_DEFAULTS = {'model': 'dust3r-vitl-512-dpt'}
+
+    def __init__(self, node_name: str = 'pair_node', **kwargs) -> None:
+        """Declare parameters; nothing heavy happens before configure."""
+        self.pipeline: PairPipeline | None = None
+        self.pairer: ApproxTimePairer | None = None
+        self.chain: KeyframeChain | None = None
+        self._out: dict = {}
+        self._metric: dict[int, np.ndarray] = {}
+        self._metric_cond = threading.Condition()
+        self._info_lock = threading.Lock()
+        self._pair_times: deque = deque(maxlen=256)
+        self._info: dict = {}
+        super().__init__(node_name, **kwargs)
+
+    # ---- configuration --------------------------------------------------------------------
+    def node_param_specs(self) -> list[ParamSpec]:
+        """Pair-node parameters (see README)."""
+        return list(PAIR_PARAMS)
+
+    def validate(self) -> list[str]:
+        """Cross-parameter checks: model family, network size, scale source per mode."""
+        p, errors = self.p, []
+        if p['model'] not in DUST3R_MODELS and not p['engine_plugin']:
+            errors.append(f"model={p['model']!r} is not a DUSt3R model; use one of "
+                          f'{list(DUST3R_MODELS)} (e.g. -p model:=dust3r-vitl-512-dpt)')
+        if p['network_size'] % 16:
+            errors.append(f"network_size={p['network_size']} must be a multiple of 16")
+        if p['scale_source'] == 'baseline':
+            if p['mode'] != 'stereo':
+                errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
+            if p['baseline_m'] <= 0:
+                errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
+        if bool(p['expected_width']) != bool(p['expected_height']):
+            errors.append('expected_width and expected_height must both be 0 or both be set')
+        try:
+            KeyframePolicy(p['keyframe_every_n'], p['keyframe_max_rotation_deg'],
+                           p['keyframe_max_translation'])
+        except ValueError as exc:
+            errors.append(str(exc))
+        return errors
+
+    def _settings(self) -> PairSettings:
+        p = self.p
+        return PairSettings(p['network_size'], p['preprocess_mode'], p['conf_threshold'],
+                            p['pnp_reproj_px'], p['pnp_iterations'], p['pnp_min_inliers'],
+                            p['pnp_min_inlier_ratio'], p['scale_source'], p['baseline_m'])
+
+    def expected_shapes(self) -> list[tuple[int, int]]:
+        """Network shape for expected_width x expected_height, if given."""
+        self.pipeline = None
+        w, h = self.p['expected_width'], self.p['expected_height']
+        if not (w and h):
+            return []
+        return [PairPipeline(None, self._settings()).plan_for(w, h).net_hw]
+
+    def create_outputs(self) -> None:
+        """Lifecycle publishers (topics relative: remappable, namespace-able)."""
+        self.pipeline = PairPipeline(self.engine, self._settings())
+        pub = self.add_publisher
+        self._out = {
+            'points': pub(PointCloud2, 'points'), 'depth': pub(Image, 'depth'),
+            'depth_info': pub(CameraInfo, 'depth/camera_info'),
+            'depth_unscaled': pub(Image, 'depth_unscaled'),
+            'depth_unscaled_info': pub(CameraInfo, 'depth_unscaled/camera_info'),
+            'depth2': pub(Image, 'depth2'), 'depth2_info': pub(CameraInfo, 'depth2/camera_info'),
+            'confidence': pub(Image, 'confidence'), 'pose': pub(PoseStamped, 'pose'),
+            'path': pub(Path, 'path'), 'tf': pub(TFMessage, '/tf'),
+        }
+        self.pairer = ApproxTimePairer(self.p['pair_tolerance_s'], self.p['pair_queue_size'])
+        self.chain = KeyframeChain(KeyframePolicy(self.p['keyframe_every_n'],
+                                                  self.p['keyframe_max_rotation_deg'],
+                                                  self.p['keyframe_max_translation']))
+        with self._info_lock:
+            self._info = {'pnp_failures': 0, 'pnp_ok': 0, 'scale_failures': 0}
+
+    def create_inputs(self) -> None:
+        """Subscriptions for the mode (+ metric_depth when scale_source=depth)."""
+        if self.p['mode'] == 'stereo':
+            self.pairer.reset()
+            self.subscribe_camera_info('camera1/camera_info', 'camera1')
+            self.subscribe_camera_info('camera2/camera_info', 'camera2')
+            self.subscribe_image('camera1/image', lambda m: self._on_stereo(0, m))
+            self.subscribe_image('camera2/image', lambda m: self._on_stereo(1, m))
+        else:
+            self.chain.reset()
+            self.subscribe_camera_info('camera_info', 'camera')
+            self.subscribe_image('image', self._on_temporal)
+        if self.p['scale_source'] == 'depth':
+            self._subs.append(self.create_subscription(Image, 'metric_depth', self._on_metric,
+                                                       self.input_qos()))
+
+    # ---- executor side --------------------------------------------------------------------
+    def _on_stereo(self, side: int, msg) -> None:
+        self.stats.on_input()
+        if not self.precheck_image(msg, f'camera{side + 1}'):
+            return
+        pair = self.pairer.push(side, stamp_to_ns(msg.header.stamp), msg)
+        if pair is not None:
+            self._pair_times.append(time.monotonic())
+            self.offer(pair)
+
+    def _on_temporal(self, msg) -> None:
+        self.stats.on_input()
+        if self.precheck_image(msg, 'camera'):
+            self.offer(msg)
+
+    def _on_metric(self, msg) -> None:
+        try:
+            depth = image_msg_to_depth(msg)
+        except ValueError as exc:
+            self.reject('metric_depth', f'metric_depth: {exc}')
+            return
+        with self._metric_cond:
+            self._metric[stamp_to_ns(msg.header.stamp)] = depth
+            while len(self._metric) > 30:
+                self._metric.pop(next(iter(self._metric)))
+            self._metric_cond.notify_all()
+
+    # ---- worker side ----------------------------------------------------------------------
+    def _metric_for(self, stamp_ns: int) -> np.ndarray | None:
+        if self.p['scale_source'] != 'depth':
+            return None
+        with self._metric_cond:
+            self._metric_cond.wait_for(lambda: stamp_ns in self._metric,
+                                       self.p['metric_depth_wait_s'])
+            return self._metric.get(stamp_ns)
+
+    def _intrinsics(self, key: str, width: int, height: int):
+        """(ok, K or None): K at image size from the latest CameraInfo of `key`."""
+        entry = self.camera_infos.get(key)
+        if entry is None:
+            if self.p['camera_info_mode'] == 'wait':
+                self.reject('no_camera_info', f'no CameraInfo received yet for {key} '
+                            "(camera_info_mode='wait'); frame skipped")
+                return False, None
+            return True, None     # focal estimated from the pointmap (pipeline)
+        geom = entry[1]
+        if isinstance(geom, Exception):
+            self.reject('camera_info_invalid', f'{key}: latest CameraInfo is unusable: {geom}')
+            return False, None
+        try:
+            return True, fit_to_image(geom, width, height)[0]
+        except CameraModelError as exc:
+            self.reject('camera_info_size', f'{key}: {exc}')
+            return False, None
+
+    def _decode_with_K(self, msg, key: str):
+        rgb = self.decode_image(msg, key)
+        if rgb is None:
+            return None
+        ok, K = self._intrinsics(key, rgb.shape[1], rgb.shape[0])
+        return (rgb, K) if ok else None
+
+    def _run(self, rgb1, K1, rgb2, K2):
+        try:
+            plan = self.pipeline.plan_for(rgb1.shape[1], rgb1.shape[0])
+        except ValueError as exc:
+            self.reject('size', str(exc))
+            return None
+        self.ensure_prepared(plan.net_hw)
+        try:
+            return self.pipeline.run(rgb1, rgb2, K1, K2)
+        except ValueError as exc:
+            self.reject('pair', str(exc))
+            return None
+
+    def process(self, item) -> None:
+        """Worker: one stereo pair or one temporal frame to published outputs."""
+        t0 = time.perf_counter()
+        if self.p['mode'] == 'stereo':
+            header = self._process_stereo(item)
+        else:
+            header = self._process_temporal(item)
+        if header is None or self.pipeline is None:
+            return
+        stages = dict(getattr(self, '_last_stages', {}))
+        stages['total'] = time.perf_counter() - t0
+        now = self.get_clock().now().nanoseconds
+        self.stats.on_output((now - stamp_to_ns(header.stamp)) / 1e9, stages)
+
+    def _pose_ok(self, result) -> bool:
+        pose = result.pose
+        with self._info_lock:
+            self._info.update(pnp_inliers=pose.inliers,
+                              pnp_inlier_ratio=round(pose.inlier_ratio, 4),
+                              pnp_reproj_px=round(pose.reproj_error_px, 3),
+                              focal_source=pose.focal_source)
+            self._info['pnp_ok' if pose.success else 'pnp_failures'] += 1
+            if not pose.success:
+                self._info['last_pnp_failure'] = pose.reason
+        if not pose.success:
+            self.reject('pnp', f'no pose for this pair (no pose/TF published): {pose.reason}')
+        return pose.success
+
+    def _scale_ok(self, scale: ScaleResult) -> bool:
+        with self._info_lock:
+            self._info.update(scale_source=scale.source, scale=scale.value,
+                              scale_support=scale.support,
+                              units='metres' if scale.metric else 'dust3r-units')
+            if not scale.ok:
+                self._info['scale_failures'] += 1
+        if not scale.ok:
+            self.reject('scale', f'no {scale.source} scale for this pair: {scale.reason}')
+        return scale.ok
+
+    def _process_stereo(self, pair):
+        m1, m2 = pair.first, pair.second
+        v1, v2 = self._decode_with_K(m1, 'camera1'), self._decode_with_K(m2, 'camera2')
+        if v1 is None or v2 is None:
+            return None
+        result = self._run(v1[0], v1[1], v2[0], v2[1])
+        if result is None:
+            return None
+        self._last_stages = dict(result.timings)
+        pose_ok = self._pose_ok(result)
+        metric = self._metric_for(pair.stamp_ns_1)
+        scale = self.pipeline.stereo_scale(result, metric)
+        if not self._scale_ok(scale):
+            return None
+        s = scale.value
+        parent = self.p['tf_parent_frame'] or m1.header.frame_id
+        if pose_ok:
+            T = result.T_units.copy()
+            T[:3, 3] *= s
+            child = self.p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
+            self._publish_pose(T, m1.header.stamp, parent, child)
+        xyz, rgb = result.fused_points(s)
+        self._out['points'].publish(pointcloud2_msg(xyz[None], rgb[None], m1.header))
+        K1 = result.K1_net if result.K1_net is not None else result.K2_net
+        self._publish_depth('depth', result.depth1(s), K1, m1.header, scale)
+        if pose_ok and self.p['publish_depth2']:
+            self._publish_depth('depth2', result.depth2(s), result.K2_net, m2.header, scale,
+                                unscaled_topic=None)
+        if self.p['publish_confidence']:
+            self._out['confidence'].publish(depth_image_msg(result.conf1, m1.header))
+        return m1.header
+
+    def _process_temporal(self, msg):
+        v = self._decode_with_K(msg, 'camera')
+        if v is None:
+            return None
+        rgb, K = v
+        stamp_ns = stamp_to_ns(msg.header.stamp)
+        parent = self.p['tf_parent_frame'] or 'dust3r_odom'
+        child = self.p['tf_child_frame'] or f'{msg.header.frame_id or "camera"}_dust3r'
+        if self.chain.keyframe is None:
+            return self._start_chain(msg, rgb, K, stamp_ns, parent, child)
+        kf_msg, kf_rgb, kf_K = self.chain.keyframe.data
+        result = self._run(kf_rgb, kf_K, rgb, K)
+        if result is None:
+            return None
+        self._last_stages = dict(result.timings)
+        if not self._pose_ok(result):
+            return None
+        z_key = result.pts1[..., 2]
+        scale = self.chain.pair_scale(z_key, result.mask1)
+        if not self._scale_ok(scale):
+            return None
+        z_frame = result.depth2(1.0)
+        metric = self._metric_for(stamp_ns)
+        metric_grid = None if metric is None else self.pipeline.metric_on_grid(result.plan2, metric)
+        step = self.chain.track(result.T_units, scale, (msg, rgb, K), stamp_ns,
+                                frame_depth=np.nan_to_num(z_frame, nan=0.0),
+                                frame_mask=result.mask2, frame_metric_depth=metric_grid)
+        with self._info_lock:
+            self._info.update(keyframes=self.chain.keyframes_made,
+                              last_keyframe_reason=step.promoted or self._info.get(
+                                  'last_keyframe_reason', ''))
+        self._publish_pose(step.T_odom_frame, msg.header.stamp, parent, child, trajectory=True)
+        xyz, colors = result.fused_points(scale.value, invert_T(step.T_key_frame))
+        self._out['points'].publish(pointcloud2_msg(xyz[None], colors[None], msg.header))
+        self._publish_depth('depth', result.depth2(scale.value), result.K2_net, msg.header, scale)
+        if self.p['publish_confidence']:
+            self._out['confidence'].publish(depth_image_msg(result.conf2, msg.header))
+        return msg.header
+
+    def _start_chain(self, msg, rgb, K, stamp_ns, parent, child):
+        ref, metric = None, False
+        if self.p['scale_source'] == 'depth':
+            depth = self._metric_for(stamp_ns)
+            if depth is None:
+                self.reject('scale', 'no metric depth with the stamp of the first keyframe; '
+                            'waiting for one')
+                return None
+            plan = self.pipeline.plan_for(rgb.shape[1], rgb.shape[0])
+            ref, metric = self.pipeline.metric_on_grid(plan, depth), True
+        self.chain.start((msg, rgb, K), stamp_ns, ref, metric)
+        with self._info_lock:
+            self._info.update(keyframes=1, last_keyframe_reason='first frame (odom origin)')
+        # The first keyframe IS the odom origin: its identity pose is exact, not a placeholder.
+        self._publish_pose(np.eye(4), msg.header.stamp, parent, child, trajectory=True)
+        return msg.header
+
+    # ---- publishing -----------------------------------------------------------------------
+    def _publish_pose(self, T, stamp, parent, child, trajectory=False) -> None:
+        self._out['pose'].publish(pose_stamped_msg(T, stamp, parent))
+        if self.p['publish_tf']:
+            self._out['tf'].publish(tf_message(T, stamp, parent, child))
+        if trajectory and self.p['publish_path']:
+            poses = [(self._stamp_msg(s), T_) for s, T_ in
+                     self.chain.history[-self.p['path_max_poses']:]]
+            self._out['path'].publish(path_msg(poses, parent))
+
+    @staticmethod
+    def _stamp_msg(stamp_ns: int):
+        from builtin_interfaces.msg import Time
+        return Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
+
+    def _publish_depth(self, name, depth, K, header, scale: ScaleResult,
+                       unscaled_topic='depth_unscaled') -> None:
+        h, w = depth.shape
+        if scale.metric:
+            self._out[name].publish(depth_image_msg(depth, header))
+            self._out[f'{name}_info'].publish(camera_info_for(K, w, h, header))
+        elif unscaled_topic and self.p['publish_unscaled_depth']:
+            self._out[unscaled_topic].publish(depth_image_msg(depth, header))
+            self._out[f'{unscaled_topic}_info'].publish(camera_info_for(K, w, h, header))
+
+    def diagnostics_extra(self) -> dict:
+        """Pairing, PnP, scale and keyframe figures for /diagnostics."""
+        with self._info_lock:
+            extra = {k: v for k, v in self._info.items()}
+        extra['mode'] = self.p['mode']
+        extra['scale_source_configured'] = self.p['scale_source']
+        metric = self.p['scale_source'] in METRIC_SOURCES
+        extra['depth_output'] = ('depth (32FC1 metres)' if metric else
+                                 'depth_unscaled (DUSt3R units)'
+                                 if self.p['publish_unscaled_depth'] else
+                                 'none (no metric scale)')
+        if self.pairer is not None and self.p['mode'] == 'stereo':
+            st = self.pairer.stats
+            times = list(self._pair_times)
+            rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and \
+                times[-1] > times[0] else 0.0
+            extra.update(pairs=st.pairs, pairing_rate_hz=f'{rate:.2f}',
+                         unpaired_camera1=st.unpaired[0], unpaired_camera2=st.unpaired[1],
+                         pairing_resets=sum(st.resets),
+                         pair_duplicates=sum(st.duplicates), last_pair_skew_s=st.last_skew_s)
+        return extra
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script `pair_node`: start, auto-activate (autostart), spin until SIGINT/SIGTERM."""
+    return run_lifecycle_node(PairNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
