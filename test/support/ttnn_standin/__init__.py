@@ -1,0 +1,115 @@
+# ruff: noqa: F401  (re-exports: this module is the ttnn namespace)
+"""A faithful CPU stand-in for the subset of ttnn 0.81.1 our engines use — TEST CODE ONLY.
+
+Injected by tests (`sys.modules['ttnn'] = ttnn_standin`, see `install()`); the engines import
+`ttnn` and never know. It computes with torch and reproduces what decides correctness on a
+Blackhole p150 (spec/ttnn.md §8): bf16 round-to-nearest-even on every op output, bfloat8_b
+blocks, tile padding to 32 and undefined padding after tiled reshapes/slices, the layouts ops
+reject, keyword-only arguments and the defaults that bite (layer_norm eps 1e-12, SDPA
+is_causal=True, split-heads transpose_key=True, from_torch ROW_MAJOR), trace capture/execute/
+release semantics, the 12x10 (ETH dispatch) vs 11x10 grid. Its signatures and host conversions
+are checked against the real wheel by test/ttnn_conformance/.
+"""
+from __future__ import annotations
+
+import sys
+import types as _pytypes
+
+from . import transformer
+from .device import (
+    GetNumAvailableDevices,
+    MeshDevice,
+    begin_trace_capture,
+    close_device,
+    end_trace_capture,
+    execute_trace,
+    open_device,
+    release_trace,
+    set_eth_dispatch_patched,
+    synchronize_device,
+)
+from .ops_conv import conv2d, conv_transpose2d
+from .ops_data import (
+    allocate_tensor_on_device,
+    concat,
+    copy_host_to_device_tensor,
+    deallocate,
+    from_device,
+    from_torch,
+    permute,
+    reshape,
+    slice,  # noqa: A004 (ttnn name)
+    to_device,
+    to_layout,
+    to_torch,
+    transpose,
+    typecast,
+)
+from .ops_math import (
+    add,
+    clamp,
+    exp,
+    expm1,
+    gelu,
+    layer_norm,
+    linear,
+    matmul,
+    maximum,
+    multiply,
+    reciprocal,
+    relu,
+    softmax,
+    sqrt,
+    subtract,
+)
+from .tensor import Tensor
+from .types import (
+    DRAM_MEMORY_CONFIG,
+    L1_MEMORY_CONFIG,
+    BufferType,
+    Conv2dConfig,
+    CoreCoord,
+    CoreGrid,
+    DataType,
+    DispatchCoreAxis,
+    DispatchCoreConfig,
+    DispatchCoreType,
+    Layout,
+    MathFidelity,
+    MemoryConfig,
+    MeshTraceId,
+    SDPAProgramConfig,
+    Shape,
+    TensorMemoryLayout,
+    UnaryOpType,
+    UnaryWithParam,
+    WormholeComputeKernelConfig,
+)
+
+Device = MeshDevice
+bfloat16 = DataType.BFLOAT16
+bfloat8_b = DataType.BFLOAT8_B
+bfloat4_b = DataType.BFLOAT4_B
+float32 = DataType.FLOAT32
+uint8 = DataType.UINT8
+uint16 = DataType.UINT16
+uint32 = DataType.UINT32
+int32 = DataType.INT32
+TILE_LAYOUT = Layout.TILE
+ROW_MAJOR_LAYOUT = Layout.ROW_MAJOR
+__version__ = '0.81.1+standin'
+
+
+def get_arch_name() -> str:
+    return 'blackhole'
+
+
+def install() -> _pytypes.ModuleType:
+    """Register this module as `ttnn` in sys.modules (test helper); returns it."""
+    mod = sys.modules[__name__]
+    sys.modules['ttnn'] = mod
+    return mod
+
+
+__all__ = [n for n in dir() if not n.startswith('_')]
+__all__ += ['transformer']

@@ -1,0 +1,201 @@
+"""Device, dispatch, program cache and trace semantics of the ttnn stand-in (spec/ttnn.md §2, §6).
+
+- Grid: a p150a has 120 Tensix cores; with stock (Tensix) dispatch one column goes to dispatch,
+  leaving 11x10; ETH dispatch leaves 12x10 — but only on a tt-metal with the ETH-dispatch patch.
+  `set_eth_dispatch_patched(True)` emulates the patched build; by default the ETH open fails as
+  the stock wheel does.
+- Program cache: every op launch has a key; a miss while capturing raises (nothing may compile
+  inside a capture).
+- Trace: capture records ops without executing (outputs are NaN placeholders); execute replays
+  the record on the current contents of the persistent inputs; host I/O inside a capture
+  raises; allocating a device buffer while a trace exists raises (its intermediates are free
+  memory to the allocator); closing with live traces or tensors raises.
+"""
+from __future__ import annotations
+
+import gc
+import weakref
+
+from .types import CoreCoord, CoreGrid, DispatchCoreConfig, DispatchCoreType, MeshTraceId
+
+TRACE_BYTES_PER_OP = 32 * 1024   # stand-in's assumed command size per recorded op
+_state = {'eth_patched': False}
+_open_devices: dict[int, 'MeshDevice'] = {}
+
+
+def set_eth_dispatch_patched(flag: bool) -> None:
+    """Emulate a tt-metal build with patches/tt-metal-eth-dispatch.patch applied (test knob)."""
+    _state['eth_patched'] = bool(flag)
+
+
+class _Trace:
+    def __init__(self, tid: int):
+        self.tid = tid
+        self.records: list = []
+        self.done = False
+
+
+class MeshDevice:
+    """A 1x1 mesh holding one emulated Blackhole p150a."""
+
+    def __init__(self, device_id, l1_small_size, trace_region_size, dispatch_core_config):
+        self._id = int(device_id)
+        self.l1_small_size = int(l1_small_size)
+        self.trace_region_size = int(trace_region_size)
+        self.dispatch_core_config = dispatch_core_config
+        self._is_open = True
+        self._live: 'weakref.WeakValueDictionary[int, object]' = weakref.WeakValueDictionary()
+        self._program_cache: set = set()
+        self._misses_allowed = True
+        self._capturing: _Trace | None = None
+        self._traces: dict[int, _Trace] = {}
+        self._next_tid = 1
+        self.ops_launched = 0
+
+    # -- queries ------------------------------------------------------------------------------
+    def id(self) -> int:
+        return self._id
+
+    def arch(self) -> str:
+        return 'Arch.BLACKHOLE'
+
+    def compute_with_storage_grid_size(self) -> CoreCoord:
+        eth = self.dispatch_core_config.type == DispatchCoreType.ETH
+        return CoreCoord(12 if eth else 11, 10)
+
+    @property
+    def core_grid(self) -> CoreGrid:
+        g = self.compute_with_storage_grid_size()
+        return CoreGrid(x=g.x, y=g.y)
+
+    def enable_program_cache(self) -> None:
+        pass
+
+    def num_program_cache_entries(self) -> int:
+        return len(self._program_cache)
+
+    def set_program_cache_misses_allowed(self, allowed: bool) -> None:
+        self._misses_allowed = bool(allowed)
+
+    # -- buffers ------------------------------------------------------------------------------
+    def _register(self, t) -> None:
+        if not self._is_open:
+            raise RuntimeError('TT_FATAL: device is closed')
+        if self._capturing is not None:
+            t._trace_owned = True   # allocated inside the capture: an intermediate or output
+        elif self._traces:
+            raise RuntimeError(
+                'Allocating device buffers is unsafe due to the existence of an active trace '
+                f'(stand-in raises; {len(self._traces)} trace(s) live). Release traces first.')
+        self._live[t._id] = t
+
+    def _unregister(self, t) -> None:
+        self._live.pop(t._id, None)
+
+    def live_tensors(self) -> list:
+        """Device tensors still allocated (kept trace outputs included)."""
+        gc.collect()
+        return [t for t in list(self._live.values()) if t._data is not None]
+
+    # -- program cache / trace ------------------------------------------------------------------
+    def _launch(self, key) -> None:
+        if not self._is_open:
+            raise RuntimeError('TT_FATAL: op launched on a closed device')
+        self.ops_launched += 1
+        if key in self._program_cache:
+            return
+        if self._capturing is not None:
+            raise RuntimeError(f'TT_FATAL: program cache miss during trace capture: {key[0]} '
+                               'was not run eagerly with these shapes before capture')
+        if not self._misses_allowed:
+            raise RuntimeError(f'TT_FATAL: program cache miss not allowed: {key[0]}')
+        self._program_cache.add(key)
+
+    def _check_host_io(self, what: str) -> None:
+        if self._capturing is not None:
+            raise RuntimeError(f'TT_FATAL: {what}: host I/O (reads/writes) is not supported '
+                               'during trace capture')
+
+
+def open_device(*, device_id, l1_small_size=0, trace_region_size=0, dispatch_core_config=None,
+                worker_l1_size=None):
+    if device_id in _open_devices:
+        return _open_devices[device_id]
+    if device_id != 0:
+        raise RuntimeError(f'TT_FATAL: device_id {device_id} >= num_chips 1')
+    cfg = dispatch_core_config if dispatch_core_config is not None else DispatchCoreConfig()
+    if cfg.type == DispatchCoreType.ETH and not _state['eth_patched']:
+        raise RuntimeError('TT_THROW: No core coordinate found at location: (0, 12, ETH, LOGICAL)')
+    dev = MeshDevice(device_id, l1_small_size, trace_region_size, cfg)
+    _open_devices[device_id] = dev
+    return dev
+
+
+def close_device(device) -> None:
+    if not device._is_open:
+        return
+    if device._traces:
+        raise RuntimeError(f'stand-in: close_device with {len(device._traces)} live trace(s); '
+                           'release_trace first')
+    live = device.live_tensors()
+    if live:
+        raise RuntimeError(f'stand-in: close_device with {len(live)} live device tensor(s) '
+                           f'(first: {live[0]!r}); deallocate them first')
+    device._is_open = False
+    _open_devices.pop(device._id, None)
+
+
+def GetNumAvailableDevices() -> int:  # noqa: N802 (ttnn name)
+    return 1
+
+
+def synchronize_device(device, cq_id=None, sub_device_ids=()):
+    device._check_host_io('synchronize_device')
+
+
+def begin_trace_capture(mesh_device, *, cq_id=None) -> MeshTraceId:
+    if mesh_device._capturing is not None:
+        raise RuntimeError('TT_FATAL: a trace capture is already in progress')
+    tr = _Trace(mesh_device._next_tid)
+    mesh_device._next_tid += 1
+    mesh_device._capturing = tr
+    return MeshTraceId(tr.tid)
+
+
+def end_trace_capture(mesh_device, trace_id, *, cq_id=None) -> None:
+    tr = mesh_device._capturing
+    if tr is None or tr.tid != trace_id.value:
+        raise RuntimeError(f'TT_FATAL: trace {trace_id} is not being captured')
+    mesh_device._capturing = None
+    size = len(tr.records) * TRACE_BYTES_PER_OP
+    if size > mesh_device.trace_region_size:
+        raise RuntimeError(f'TT_FATAL: Creating trace buffers of size {size}B on device 0, but '
+                           f'only {mesh_device.trace_region_size}B is allocated for trace region.')
+    tr.done = True
+    mesh_device._traces[tr.tid] = tr
+
+
+def execute_trace(mesh_device, trace_id, *, cq_id=None, blocking=True) -> None:
+    tr = mesh_device._traces.get(trace_id.value)
+    if tr is None:
+        raise RuntimeError(f'TT_FATAL: trace {trace_id} does not exist (released or never ended)')
+    env: dict[int, object] = {}   # values of the trace's own buffers during this replay
+    for fn, inputs, outputs in tr.records:
+        datas = []
+        for t in inputs:
+            d = env.get(t._id, t._data)
+            if d is None:
+                raise RuntimeError(f'TT_FATAL: trace {trace_id} reads tensor {t._id}, which was '
+                                   'deallocated after capture')
+            datas.append(d)
+        for out, value in zip(outputs, fn(datas)):
+            env[out._id] = value
+            if out._data is not None:      # kept outputs receive the new values
+                out._data = value
+
+
+def release_trace(mesh_device, trace_id) -> None:
+    tr = mesh_device._traces.pop(trace_id.value, None)
+    if tr is None:
+        raise RuntimeError(f'TT_FATAL: trace {trace_id} does not exist')
+    tr.records.clear()

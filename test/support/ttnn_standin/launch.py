@@ -1,0 +1,57 @@
+"""Op launch of the ttnn stand-in: eager execution or trace recording, program-cache keys.
+
+Every device op builds `fn(datas) -> [(data, logical_shape, dtype, layout), ...]` over the
+tile-padded input data. Eager: run it now. Capturing: run it on meta tensors for the output
+specs only, allocate NaN placeholders and record `fn` for `execute_trace`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .tensor import Tensor
+from .types import DRAM_MEMORY_CONFIG
+
+
+def spec_key(t) -> tuple:
+    if isinstance(t, Tensor):
+        return ('T', tuple(t.shape), str(t.dtype), str(t.layout))
+    return ('S', repr(t))
+
+
+def device_of(name: str, tensors) -> object:
+    dev = None
+    for t in tensors:
+        if t._device is None:
+            raise RuntimeError(f'TT_FATAL: {name}: input tensor must be on device (got a host '
+                               'tensor; use ttnn.to_device first)')
+        t._check_alive(name)
+        if dev is None:
+            dev = t._device
+        elif t._device is not dev:
+            raise RuntimeError(f'TT_FATAL: {name}: inputs live on different devices')
+    return dev
+
+
+def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None) -> list:
+    """Run (or record) one device op; returns the output tensors."""
+    dev = device_of(name, inputs)
+    dev._launch((name, tuple(spec_key(t) for t in inputs), static))
+    mc = memory_config if memory_config is not None else DRAM_MEMORY_CONFIG
+    if dev._capturing is not None:
+        specs = fn([t._data.to('meta') for t in inputs])
+        outs = [Tensor(torch.full(tuple(d.shape), math.nan), shape, dtype, layout,
+                       device=dev, memory_config=mc) for d, shape, dtype, layout in specs]
+        for o, s in zip(outs, specs):
+            o._pad_defined = s[4] if len(s) > 4 else True
+        dev._capturing.records.append(
+            (lambda datas: [r[0] for r in fn(datas)], list(inputs), outs))
+        return outs
+    results = fn([t._data for t in inputs])
+    outs = []
+    for r in results:
+        o = Tensor(r[0], r[1], r[2], r[3], device=dev, memory_config=mc)
+        o._pad_defined = r[4] if len(r) > 4 else True
+        outs.append(o)
+    return outs

@@ -1,0 +1,76 @@
+"""Number formats of the ttnn stand-in: bf16 round-to-nearest-even, bfloat8_b blocks, tile padding.
+
+Mirrors the host conversions of tt-metal's `tensor/` (spec/ttnn.md §8); the conformance check
+(`test/ttnn_conformance/`) compares these functions bit for bit with the real ttnn 0.81.1 wheel.
+Values are kept as float32 torch tensors that hold exactly representable values of the format.
+"""
+from __future__ import annotations
+
+import torch
+
+TILE = 32        # tile edge: the last two dims of a TILE tensor are padded to multiples of 32
+BFP_GROUP = 16   # bfloat8_b: one shared exponent per 16 values (one row of a 16x16 face)
+
+
+def round_bf16(x: torch.Tensor) -> torch.Tensor:
+    """Round float32 to the nearest bfloat16 (ties to even), returned as float32."""
+    return x.to(torch.float32).to(torch.bfloat16).to(torch.float32)
+
+
+def quantize_bfp8(x: torch.Tensor) -> torch.Tensor:
+    """Quantise a tile-padded float32 tensor to bfloat8_b values (returned as float32).
+
+    Every 16 consecutive values along the last dim (one 16-wide face row; rows of a 32x32 tile
+    hold two) share the exponent e = floor(log2(max |x|)); each value keeps a sign and a 7-bit
+    magnitude m = RNE(|x| / 2**(e - 6)) clipped to 127 (the exponent is not bumped on overflow).
+    """
+    if x.shape[-1] % BFP_GROUP:
+        raise ValueError(f'bfloat8_b needs a last dim padded to {BFP_GROUP}, got {tuple(x.shape)}')
+    g = x.to(torch.float32).reshape(*x.shape[:-1], x.shape[-1] // BFP_GROUP, BFP_GROUP)
+    amax = g.abs().amax(dim=-1, keepdim=True)
+    _, exp = torch.frexp(amax)                 # amax = mant * 2**exp, mant in [0.5, 1)
+    e = (exp - 1).to(torch.float32)            # floor(log2(amax)) for amax > 0
+    step = torch.exp2(e - 6)
+    mag = torch.clamp(torch.round(g.abs() / step), max=127.0)   # torch.round: ties to even
+    q = torch.sign(g) * mag * step
+    q = torch.where(amax > 0, q, torch.zeros_like(q))
+    return q.reshape(x.shape)
+
+
+def quantize(x: torch.Tensor, dtype) -> torch.Tensor:
+    """Re-quantise values to a ttnn dtype (the stand-in's per-op output rounding)."""
+    if x.is_meta:
+        return x
+    name = dtype.name
+    if name == 'BFLOAT16':
+        return round_bf16(x)
+    if name == 'BFLOAT8_B':
+        return quantize_bfp8(x)
+    if name == 'FLOAT32':
+        return x.to(torch.float32)
+    if name in ('UINT8', 'UINT16', 'UINT32', 'INT32'):
+        return torch.round(x.to(torch.float32))
+    raise TypeError(f'stand-in: unsupported dtype {dtype}')
+
+
+def padded_dims(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Tile-padded shape: the last two dims rounded up to multiples of 32 (rank >= 1)."""
+    shape = tuple(int(s) for s in shape)
+    if len(shape) == 1:
+        return (-(-shape[0] // TILE) * TILE,)
+    return shape[:-2] + tuple(-(-s // TILE) * TILE for s in shape[-2:])
+
+
+def pad_to_tiles(x: torch.Tensor, value: float = 0.0) -> torch.Tensor:
+    """Pad the last two dims to tile multiples with `value` (NaN models undefined padding)."""
+    target = padded_dims(tuple(x.shape))
+    if target == tuple(x.shape):
+        return x.clone()
+    out = torch.full(target, float(value), dtype=torch.float32, device=x.device)
+    out[tuple(slice(0, s) for s in x.shape)] = x
+    return out
+
+
+def unpad(x: torch.Tensor, logical: tuple[int, ...]) -> torch.Tensor:
+    """Logical view of padded data."""
+    return x[tuple(slice(0, s) for s in logical)]

@@ -1,0 +1,221 @@
+"""Host I/O and data-movement ops of the ttnn stand-in (spec/ttnn.md §4-§5).
+
+Traps reproduced: `from_torch` defaults to ROW_MAJOR; block-float dtypes need TILE; host I/O
+raises inside a trace capture; a tiled reshape/slice that changes the row structure leaves the
+padding undefined (NaN here) unless `pad_value` is given; permute/transpose fill with 0.0.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from . import numerics
+from .launch import launch
+from .tensor import Tensor, logical_values, make_tensor
+from .types import DRAM_MEMORY_CONFIG, DataType, Layout, Shape
+
+_TORCH_TO_TT = {torch.float32: DataType.FLOAT32, torch.bfloat16: DataType.BFLOAT16,
+                torch.uint8: DataType.UINT8, torch.int32: DataType.INT32}
+_TT_TO_TORCH = {DataType.FLOAT32: torch.float32, DataType.BFLOAT16: torch.bfloat16,
+                DataType.BFLOAT8_B: torch.float32, DataType.UINT8: torch.uint8,
+                DataType.INT32: torch.int32, DataType.UINT32: torch.int32}
+
+
+def _relayout(data: torch.Tensor, old_logical, new_logical, layout, pad_value, keep: bool):
+    """Data of a tensor whose logical shape changed; padding is pad_value or NaN (undefined)."""
+    if layout != Layout.TILE:
+        return data.reshape(new_logical), True
+    if keep:
+        return data, True
+    fill = math.nan if pad_value is None else float(pad_value)
+    return numerics.pad_to_tiles(data, fill), pad_value is not None
+
+
+def from_torch(tensor, dtype=None, *, spec=None, tile=None, pad_value=None, layout=None,
+               device=None, memory_config=None, cq_id=None):
+    if isinstance(tensor, np.ndarray):
+        tensor = torch.from_numpy(np.ascontiguousarray(tensor))
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f'from_torch: expected a torch.Tensor or numpy array, got {type(tensor)}')
+    if dtype is None:
+        if tensor.dtype not in _TORCH_TO_TT:
+            raise TypeError(f'from_torch: unsupported torch dtype {tensor.dtype}')
+        dtype = _TORCH_TO_TT[tensor.dtype]
+    layout = Layout.ROW_MAJOR if layout is None else layout
+    if device is not None:
+        device._check_host_io('from_torch(device=...)')
+    return make_tensor(tensor.detach().to(torch.float32), dtype, layout, device=device,
+                       memory_config=memory_config,
+                       pad_value=0.0 if pad_value is None else pad_value)
+
+
+def to_torch(tensor, dtype=None, *, torch_rank=None, device=None, cq_id=None):
+    tensor._check_alive('to_torch')
+    if tensor._device is not None:
+        tensor._device._check_host_io('to_torch')
+    out = logical_values(tensor).clone().to(_TT_TO_TORCH[tensor.dtype])
+    if torch_rank is not None:
+        while out.dim() > torch_rank:
+            if out.shape[0] != 1:
+                raise RuntimeError('ttnn: Unable to squeeze to desired rank!')
+            out = out.squeeze(0)
+    return out if dtype is None else out.to(dtype)
+
+
+def to_device(tensor, device, memory_config=None, *, queue_id=None):
+    tensor._check_alive('to_device')
+    device._check_host_io('to_device')
+    t = Tensor(tensor._data.clone(), tensor.shape, tensor.dtype, tensor.layout, device=device,
+               memory_config=memory_config or DRAM_MEMORY_CONFIG)
+    return t
+
+
+def from_device(tensor, blocking=True, *, queue_id=None):
+    tensor._check_alive('from_device')
+    tensor._device._check_host_io('from_device')
+    return Tensor(tensor._data.clone(), tensor.shape, tensor.dtype, tensor.layout)
+
+
+def allocate_tensor_on_device(shape, dtype, layout, mesh_device, memory_config=None):
+    padded = numerics.padded_dims(tuple(shape)) if layout == Layout.TILE else tuple(shape)
+    return Tensor(torch.full(padded, math.nan), shape, dtype, layout, device=mesh_device,
+                  memory_config=memory_config or DRAM_MEMORY_CONFIG)
+
+
+def copy_host_to_device_tensor(host_tensor, device_tensor, cq_id=None):
+    device_tensor._check_alive('copy_host_to_device_tensor')
+    device_tensor._device._check_host_io('copy_host_to_device_tensor')
+    if host_tensor._device is not None:
+        raise RuntimeError('TT_FATAL: copy_host_to_device_tensor: source must be a host tensor')
+    a = (tuple(host_tensor.shape), host_tensor.dtype, host_tensor.layout)
+    b = (tuple(device_tensor.shape), device_tensor.dtype, device_tensor.layout)
+    if a != b:
+        raise RuntimeError(f'TT_FATAL: copy_host_to_device_tensor: spec mismatch host {a} vs '
+                           f'device {b}')
+    device_tensor._data = host_tensor._data.clone()
+
+
+def deallocate(tensor, force=True):
+    tensor.deallocate(force)
+
+
+def to_layout(tensor, layout, dtype=None, memory_config=None, sub_core_grids=None, pad_value=0.0):
+    out_dtype = tensor.dtype if dtype is None else dtype
+    if out_dtype in (DataType.BFLOAT8_B, DataType.BFLOAT4_B) and layout != Layout.TILE:
+        raise RuntimeError(f'TT_FATAL: {out_dtype} requires TILE layout')
+    logical = tuple(tensor.shape)
+
+    def fn(d):
+        vals = numerics.unpad(d[0], logical)
+        if layout == Layout.TILE:
+            vals = numerics.pad_to_tiles(vals, pad_value)
+        return [(numerics.quantize(vals, out_dtype), logical, out_dtype, layout)]
+    if tensor._device is None:
+        tensor._check_alive('to_layout')
+        return Tensor(fn([tensor._data])[0][0], logical, out_dtype, layout)
+    return launch('to_layout', [tensor], (str(layout), str(out_dtype), pad_value), fn,
+                  memory_config=memory_config)[0]
+
+
+def typecast(input_tensor, dtype, *, memory_config=None, output_tensor=None,
+             sub_core_grids=None):
+    if input_tensor.layout != Layout.TILE:
+        raise RuntimeError('TT_FATAL: typecast: stand-in supports TILE inputs only')
+
+    def fn(d):
+        return [(numerics.quantize(d[0], dtype), tuple(input_tensor.shape), dtype, Layout.TILE,
+                 input_tensor._pad_defined)]
+    return launch('typecast', [input_tensor], (str(dtype),), fn, memory_config=memory_config)[0]
+
+
+def reshape(input_tensor, shape, *, memory_config=None, pad_value=None, reshape_tile_mode=None,
+            sub_core_grids=None, skip_padding_fill=False):
+    old = tuple(input_tensor.shape)
+    new = tuple(int(s) for s in shape)
+    if -1 in new:
+        known = math.prod(s for s in new if s != -1)
+        new = tuple(math.prod(old) // known if s == -1 else s for s in new)
+    if math.prod(new) != math.prod(old):
+        raise RuntimeError(f'TT_FATAL: reshape: volume of {old} != volume of {new}')
+    layout = input_tensor.layout
+    keep = layout == Layout.TILE and old[-2:] == new[-2:] and len(old) >= 2 and len(new) >= 2
+
+    def fn(d):
+        if layout == Layout.TILE and keep:
+            data = d[0].reshape(new[:-2] + tuple(d[0].shape[-2:]))
+            return [(data, new, input_tensor.dtype, layout, input_tensor._pad_defined)]
+        vals = numerics.unpad(d[0], old).reshape(new)
+        data, defined = _relayout(vals, old, new, layout, pad_value, False)
+        return [(data, new, input_tensor.dtype, layout, defined)]
+    return launch('reshape', [input_tensor], (new, pad_value), fn,
+                  memory_config=memory_config)[0]
+
+
+def permute(input_tensor, dims, *, memory_config=None, pad_value=0.0):
+    old = tuple(input_tensor.shape)
+    dims = tuple(int(x) % len(old) for x in dims)
+    new = tuple(old[i] for i in dims)
+    layout = input_tensor.layout
+
+    def fn(d):
+        vals = numerics.unpad(d[0], old).permute(dims).contiguous()
+        if layout == Layout.TILE:
+            vals = numerics.pad_to_tiles(vals, pad_value)
+        return [(vals, new, input_tensor.dtype, layout)]
+    return launch('permute', [input_tensor], (dims, pad_value), fn,
+                  memory_config=memory_config)[0]
+
+
+def transpose(input_tensor, dim1, dim2, *, memory_config=None, pad_value=0.0):
+    dims = list(range(len(input_tensor.shape)))
+    a, b = dim1 % len(dims), dim2 % len(dims)
+    dims[a], dims[b] = dims[b], dims[a]
+    return permute(input_tensor, dims, memory_config=memory_config, pad_value=pad_value)
+
+
+def slice(input_tensor, slice_start, slice_end, slice_step=None, *, memory_config=None,  # noqa: A001
+          output_tensor=None, pad_value=None, sub_core_grids=None):
+    old = tuple(input_tensor.shape)
+    steps = tuple(slice_step) if slice_step is not None else (1,) * len(old)
+    idx = tuple(builtins_slice(int(s), int(e), int(st))
+                for s, e, st in zip(slice_start, slice_end, steps))
+    new = tuple(len(range(*ix.indices(n))) for ix, n in zip(idx, old))
+    layout = input_tensor.layout
+
+    def fn(d):
+        vals = numerics.unpad(d[0], old)[idx].contiguous()
+        data, defined = _relayout(vals, old, new, layout, pad_value, False)
+        return [(data, new, input_tensor.dtype, layout, defined)]
+    return launch('slice', [input_tensor], (idx, pad_value), fn, memory_config=memory_config)[0]
+
+
+builtins_slice = __builtins__['slice'] if isinstance(__builtins__, dict) else __builtins__.slice
+
+
+def concat(tensors, dim=0, *, memory_config=None, output_tensor=None, groups=1,
+           sub_core_grids=None):
+    tensors = list(tensors)
+    layout = tensors[0].layout
+    if any(t.layout != layout or t.dtype != tensors[0].dtype for t in tensors):
+        raise RuntimeError('TT_FATAL: concat: all inputs need the same layout and dtype')
+    rank = len(tensors[0].shape)
+    dim = dim % rank
+    new = list(tensors[0].shape)
+    new[dim] = sum(t.shape[dim] for t in tensors)
+    new = tuple(new)
+
+    def fn(d):
+        vals = torch.cat([numerics.unpad(x, tuple(t.shape)) for x, t in zip(d, tensors)], dim)
+        if layout == Layout.TILE:
+            aligned = dim < rank - 2 or all(t.shape[dim] % numerics.TILE == 0 for t in tensors)
+            fill = 0.0 if aligned else math.nan
+            return [(numerics.pad_to_tiles(vals, fill), new, tensors[0].dtype, layout, aligned)]
+        return [(vals, new, tensors[0].dtype, layout)]
+    return launch('concat', tensors, (dim,), fn, memory_config=memory_config)[0]
+
+
+__all__ = ['from_torch', 'to_torch', 'to_device', 'from_device', 'allocate_tensor_on_device',
+           'copy_host_to_device_tensor', 'deallocate', 'to_layout', 'typecast', 'reshape',
+           'permute', 'transpose', 'slice', 'concat', 'Shape']

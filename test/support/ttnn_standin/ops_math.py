@@ -1,0 +1,249 @@
+"""Compute ops of the ttnn stand-in: matmul/linear, layer_norm, softmax, eltwise.
+
+Computes in float32 from the stored (already quantised) inputs and re-quantises every output to
+its dtype (`dtype=` else the first input's). Math fidelity is modelled approximately (after
+tt-buda's phase description: phase 0 multiplies the operands' mantissa MSBs; HiFi2 adds in0's
+LSBs, HiFi3 in1's LSBs, HiFi4 everything; MSBs assumed = hidden bit + 4 bits for in0 and hidden
+bit + 6 bits for in1). Without `fp32_dest_acc_en`, partial sums are rounded to bf16 after every
+32-deep K block. Neither model is bit-exact; they exist to rank the precision knobs.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import numerics
+from .launch import launch
+from .types import DataType, Layout, MathFidelity
+
+TILE = numerics.TILE
+
+
+def _require_tile(name, *tensors):
+    for t in tensors:
+        if t.layout != Layout.TILE:
+            raise RuntimeError(f'TT_FATAL: {name}: input must be in TILE layout, got {t.layout}')
+
+
+def _truncate(x: torch.Tensor, keep_bits: int) -> torch.Tensor:
+    """Keep the top `keep_bits` explicit mantissa bits of float32 values (round toward zero)."""
+    bits = x.contiguous().view(torch.int32)
+    mask = ~((1 << (23 - keep_bits)) - 1)
+    return (bits & mask).view(torch.float32)
+
+
+def _fidelity_product(a, b, fidelity):
+    if fidelity in (MathFidelity.HiFi4, None) or a.is_meta:
+        return torch.matmul(a, b)
+    a_hi, b_hi = _truncate(a, 4), _truncate(b, 6)
+    if fidelity == MathFidelity.LoFi:
+        return torch.matmul(a_hi, b_hi)
+    if fidelity == MathFidelity.HiFi2:
+        return torch.matmul(a, b_hi)
+    return torch.matmul(a, b_hi) + torch.matmul(a_hi, b - b_hi)   # HiFi3
+
+
+def _matmul_data(a, b, cfg):
+    fidelity = MathFidelity.HiFi2 if cfg is None else cfg.math_fidelity
+    fp32_acc = cfg is not None and cfg.fp32_dest_acc_en
+    if fp32_acc or a.is_meta:
+        return _fidelity_product(a, b, fidelity)
+    acc = None
+    for k in range(0, a.shape[-1], TILE):       # bf16 accumulator between K blocks
+        part = _fidelity_product(a[..., k:k + TILE], b[..., k:k + TILE, :], fidelity)
+        acc = part if acc is None else numerics.round_bf16(acc + part)
+    return acc
+
+
+def _contract_check(name, a, b):
+    k = a.shape[-1]
+    if k != b.shape[-2]:
+        raise RuntimeError(f'TT_FATAL: {name}: inner dims differ: {tuple(a.shape)} x '
+                           f'{tuple(b.shape)}')
+    if k % TILE and not (a._pad_defined and b._pad_defined):
+        raise RuntimeError(f'TT_FATAL: {name}: contracts over a non-tile-aligned dim ({k}) whose '
+                           'padding is undefined (reshape/slice without pad_value)')
+
+
+def matmul(input_tensor_a, input_tensor_b, *, transpose_a=False, transpose_b=False,
+           memory_config=None, dtype=None, program_config=None, activation=None,
+           compute_kernel_config=None, core_grid=None, output_tile=None,
+           optional_output_tensor=None):
+    return linear(input_tensor_a, input_tensor_b, memory_config=memory_config, dtype=dtype,
+                  program_config=program_config, activation=activation,
+                  compute_kernel_config=compute_kernel_config, core_grid=core_grid,
+                  _name='matmul')
+
+
+def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, transpose_b=False,
+           memory_config=None, dtype=None, program_config=None, activation=None,
+           compute_kernel_config=None, core_grid=None, output_tile=None,
+           optional_output_tensor=None, _name='linear'):
+    a, b = input_tensor_a, input_tensor_b
+    _require_tile(_name, a, b, *([bias] if bias is not None else []))
+    if transpose_a or transpose_b:
+        raise RuntimeError('stand-in: transpose_a/transpose_b are not modelled')
+    _contract_check(_name, a, b)
+    if core_grid is not None:
+        grid = a._device.compute_with_storage_grid_size() if a._device else None
+        if grid is not None and (core_grid.x > grid.x or core_grid.y > grid.y):
+            raise RuntimeError(f'TT_FATAL: {_name}: core_grid {core_grid} exceeds the device '
+                               f'grid ({grid.x}x{grid.y})')
+    if activation not in (None, 'gelu', 'relu'):
+        raise RuntimeError(f'stand-in: {_name}: activation {activation!r} not modelled')
+    out_dtype = a.dtype if dtype is None else dtype
+    out_shape = tuple(max(x, y) for x, y in zip(a.shape[:-2], b.shape[:-2])) if len(
+        b.shape) == len(a.shape) else tuple(a.shape[:-2])
+    out_shape = out_shape + (a.shape[-2], b.shape[-1])
+    inputs = [a, b] + ([bias] if bias is not None else [])
+
+    def fn(d):
+        y = _matmul_data(d[0], d[1], compute_kernel_config)
+        if bias is not None:
+            y = y + d[2][..., :1, :]                       # row 0 of the (1, N) bias tile
+        if activation == 'gelu':
+            y = torch.nn.functional.gelu(y)               # accurate (erf) GELU
+        elif activation == 'relu':
+            y = torch.relu(y)
+        return [(numerics.quantize(y, out_dtype), out_shape, out_dtype, Layout.TILE)]
+    static = (repr(program_config), repr(compute_kernel_config), activation, str(out_dtype),
+              repr(core_grid))
+    return launch(_name, inputs, static, fn, memory_config=memory_config)[0]
+
+
+def _last_dim_check(name, x):
+    if x.shape[-1] % TILE:
+        raise RuntimeError(f'TT_FATAL: {name}: last dim {x.shape[-1]} is not tile-aligned; its '
+                           'padding would enter the reduction')
+
+
+def layer_norm(input_tensor, *, epsilon=1e-12, weight=None, bias=None,
+               residual_input_tensor=None, memory_config=None, program_config=None,
+               compute_kernel_config=None):
+    x = input_tensor
+    extra = [t for t in (residual_input_tensor, weight, bias) if t is not None]
+    _require_tile('layer_norm', x, *extra)
+    _last_dim_check('layer_norm', x)
+    n = x.shape[-1]
+    has_res, has_w, has_b = (residual_input_tensor is not None, weight is not None,
+                             bias is not None)
+
+    def fn(d):
+        v = d[0] + d[1] if has_res else d[0]
+        i = 1 + has_res
+        y = torch.nn.functional.layer_norm(v, (n,), eps=epsilon)
+        if has_w:
+            y = y * d[i][..., :1, :]
+            i += 1
+        if has_b:
+            y = y + d[i][..., :1, :]
+        return [(numerics.quantize(y, x.dtype), tuple(x.shape), x.dtype, Layout.TILE)]
+    return launch('layer_norm', [x] + extra, (epsilon, has_res, has_w, has_b,
+                                              repr(compute_kernel_config)), fn,
+                  memory_config=memory_config)[0]
+
+
+def softmax(input_tensor, dim=-1, *, memory_config=None, compute_kernel_config=None,
+            numeric_stable=True):
+    x = input_tensor
+    _require_tile('softmax', x)
+    if dim not in (-1, len(x.shape) - 1):
+        raise RuntimeError('stand-in: softmax only over the last dim')
+    _last_dim_check('softmax', x)
+
+    def fn(d):
+        y = torch.softmax(d[0], dim=-1)
+        return [(numerics.quantize(y, x.dtype), tuple(x.shape), x.dtype, Layout.TILE)]
+    return launch('softmax', [x], (repr(compute_kernel_config),), fn,
+                  memory_config=memory_config)[0]
+
+
+def _unary(name, f, x, memory_config, static=()):
+    _require_tile(name, x)
+
+    def fn(d):
+        return [(numerics.quantize(f(d[0]), x.dtype), tuple(x.shape), x.dtype, Layout.TILE,
+                 x._pad_defined)]
+    return launch(name, [x], static, fn, memory_config=memory_config)[0]
+
+
+def gelu(input_tensor, *, fast_and_approximate_mode=False, memory_config=None,
+         output_tensor=None, sub_core_grids=None):
+    approx = 'tanh' if fast_and_approximate_mode else 'none'
+    return _unary('gelu', lambda v: torch.nn.functional.gelu(v, approximate=approx),
+                  input_tensor, memory_config, (approx,))
+
+
+def relu(input_tensor, *, memory_config=None, output_tensor=None, sub_core_grids=None):
+    return _unary('relu', torch.relu, input_tensor, memory_config)
+
+
+def exp(input_tensor, *, fast_and_approximate_mode=False, memory_config=None,
+        output_tensor=None, sub_core_grids=None):
+    return _unary('exp', torch.exp, input_tensor, memory_config, (fast_and_approximate_mode,))
+
+
+def expm1(input_tensor, *, memory_config=None, output_tensor=None, sub_core_grids=None):
+    return _unary('expm1', torch.expm1, input_tensor, memory_config)
+
+
+def sqrt(input_tensor, *, fast_and_approximate_mode=False, memory_config=None,
+         output_tensor=None, sub_core_grids=None):
+    return _unary('sqrt', torch.sqrt, input_tensor, memory_config)
+
+
+def reciprocal(input_tensor, *, memory_config=None, output_tensor=None, sub_core_grids=None):
+    return _unary('reciprocal', torch.reciprocal, input_tensor, memory_config)
+
+
+def clamp(input_tensor, min=None, max=None, *, memory_config=None,  # noqa: A002 (ttnn names)
+          output_tensor=None):
+    return _unary('clamp', lambda v: torch.clamp(v, min=min, max=max), input_tensor,
+                  memory_config, (min, max))
+
+
+def _binary(name, f, a, b, dtype, memory_config):
+    if not hasattr(a, '_data'):
+        raise RuntimeError(f'stand-in: {name}: first operand must be a tensor')
+    tensors = [a] + ([b] if hasattr(b, '_data') else [])
+    _require_tile(name, *tensors)
+    scalar = None if len(tensors) == 2 else float(b)
+    out_dtype = a.dtype if dtype is None else dtype
+    shape = tuple(torch.broadcast_shapes(tuple(a.shape), tuple(b.shape))) if scalar is None \
+        else tuple(a.shape)
+    defined = all(t._pad_defined for t in tensors)
+
+    def fn(d):
+        va = numerics.unpad(d[0], tuple(a.shape))
+        vb = scalar if scalar is not None else numerics.unpad(d[1], tuple(b.shape))
+        y = f(va, vb)
+        y = numerics.pad_to_tiles(y, 0.0 if defined else math.nan)
+        return [(numerics.quantize(y, out_dtype), shape, out_dtype, Layout.TILE, defined)]
+    return launch(name, tensors, (str(out_dtype), scalar), fn, memory_config=memory_config)[0]
+
+
+def add(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=False, dtype=None,
+        memory_config=None, output_tensor=None):
+    return _binary('add', torch.add, input_tensor_a, input_tensor_b, dtype, memory_config)
+
+
+def subtract(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=False, dtype=None,
+             memory_config=None, output_tensor=None):
+    return _binary('subtract', torch.sub, input_tensor_a, input_tensor_b, dtype, memory_config)
+
+
+def multiply(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=False, dtype=None,
+             memory_config=None, output_tensor=None):
+    return _binary('multiply', torch.mul, input_tensor_a, input_tensor_b, dtype, memory_config)
+
+
+def maximum(input_tensor_a, input_tensor_b, *, dtype=None, memory_config=None,
+            output_tensor=None):
+    def f(x, y):
+        return torch.clamp(x, min=y) if isinstance(y, float) else torch.maximum(x, y)
+    return _binary('maximum', f, input_tensor_a, input_tensor_b, dtype, memory_config)
+
+
+__all__ = ['linear', 'matmul', 'layer_norm', 'softmax', 'gelu', 'relu', 'exp', 'expm1', 'sqrt',
+           'reciprocal', 'clamp', 'add', 'subtract', 'multiply', 'maximum', 'DataType']

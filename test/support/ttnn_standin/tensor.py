@@ -1,0 +1,123 @@
+"""Tensors of the ttnn stand-in: logical vs tile-padded shape, host vs device storage.
+
+A TILE tensor stores its tile-padded data (last two dims rounded up to 32); the padding holds
+zeros after a host conversion, op-computed values after a matmul, and NaN ("undefined") after a
+tiled reshape/slice without `pad_value` — so code that contracts over padding sees garbage.
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from . import numerics
+from .types import DRAM_MEMORY_CONFIG, DataType, Layout, Shape
+
+_ids = itertools.count(1)
+
+
+class Tensor:
+    """A host or device tensor. Values are float32 holding exact values of `dtype`."""
+
+    def __init__(self, data: torch.Tensor, shape, dtype: DataType, layout: Layout, *,
+                 device=None, memory_config=None):
+        self._data = data
+        self._shape = Shape(shape)
+        self._dtype = dtype
+        self._layout = layout
+        self._device = device
+        self._memory_config = memory_config if device is not None else None
+        self._id = next(_ids)
+        self._trace_owned = False   # placeholder produced while capturing a trace
+        self._pad_defined = True    # False: tile padding holds undefined values
+        if device is not None:
+            device._register(self)
+
+    # -- spec ---------------------------------------------------------------------------------
+    @property
+    def shape(self) -> Shape:
+        return self._shape
+
+    @property
+    def padded_shape(self) -> Shape:
+        if self._layout == Layout.TILE:
+            return Shape(numerics.padded_dims(tuple(self._shape)))
+        return self._shape
+
+    @property
+    def dtype(self) -> DataType:
+        return self._dtype
+
+    @property
+    def layout(self) -> Layout:
+        return self._layout
+
+    def get_dtype(self) -> DataType:
+        return self._dtype
+
+    def get_layout(self) -> Layout:
+        return self._layout
+
+    def device(self):
+        return self._device
+
+    def memory_config(self):
+        return self._memory_config
+
+    def storage_type(self) -> str:
+        return 'StorageType.HOST' if self._device is None else 'StorageType.DEVICE'
+
+    def is_allocated(self) -> bool:
+        return self._data is not None
+
+    def buffer_address(self) -> int:
+        self._check_alive('buffer_address')
+        return self._id * 4096
+
+    def volume(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def deallocate(self, force: bool = True) -> None:
+        if self._device is not None:
+            self._device._unregister(self)
+        self._data = None
+
+    def _check_alive(self, what: str) -> None:
+        if self._data is None:
+            raise RuntimeError(f'TT_FATAL: {what}: tensor {self._id} is deallocated')
+        if self._device is not None and not self._device._is_open:
+            raise RuntimeError(f'TT_FATAL: {what}: tensor {self._id} lives on a closed device')
+
+    def __repr__(self) -> str:
+        where = 'host' if self._device is None else 'device'
+        return (f'ttnn.Tensor(shape={self._shape!r}, padded={self.padded_shape!r}, '
+                f'{self._dtype}, {self._layout}, {where})')
+
+    def __del__(self):
+        dev = getattr(self, '_device', None)
+        if dev is not None and getattr(self, '_data', None) is not None:
+            dev._unregister(self)
+
+
+def make_tensor(values: torch.Tensor, dtype: DataType, layout: Layout, *, device=None,
+                memory_config=None, pad_value: float = 0.0) -> Tensor:
+    """Build a tensor from logical float32 values: tile-pad if TILE, then quantise to dtype."""
+    values = values.to(torch.float32)
+    logical = tuple(values.shape)
+    if dtype in (DataType.BFLOAT8_B, DataType.BFLOAT4_B) and layout != Layout.TILE:
+        raise RuntimeError(f'TT_FATAL: {dtype} is only supported in TILE layout')
+    if layout == Layout.TILE:
+        values = numerics.pad_to_tiles(values, pad_value)
+    data = numerics.quantize(values, dtype)
+    if device is not None and memory_config is None:
+        memory_config = DRAM_MEMORY_CONFIG
+    return Tensor(data, logical, dtype, layout, device=device, memory_config=memory_config)
+
+
+def logical_values(t: Tensor) -> torch.Tensor:
+    """The logical float32 values of a tensor (padding dropped)."""
+    return numerics.unpad(t._data, tuple(t.shape))

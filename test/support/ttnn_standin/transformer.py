@@ -1,0 +1,108 @@
+"""`ttnn.transformer` of the stand-in: head split/concat and SDPA (spec/ttnn.md §5).
+
+Traps reproduced: split-heads returns K transposed unless `transpose_key=False`; SDPA is causal
+unless `is_causal=False`; non-tile-aligned sequence or head dims raise (their masking is
+unverified on hardware); SDPA chunk sizes must divide the sequence length.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import numerics
+from .launch import launch
+from .ops_math import _require_tile
+from .types import Layout
+
+TILE = numerics.TILE
+
+
+def split_query_key_value_and_split_heads(input_tensor, kv_input_tensor=None, *, num_heads,
+                                          num_kv_heads=None, transpose_key=True,
+                                          memory_config=None):
+    x = input_tensor
+    ins = [x] + ([kv_input_tensor] if kv_input_tensor is not None else [])
+    _require_tile('split_query_key_value_and_split_heads', *ins)
+    if len(x.shape) != 3:
+        raise RuntimeError(f'TT_FATAL: split heads expects [B, S, 3*D], got {tuple(x.shape)}')
+    b, s, w = x.shape
+    d = w // 3 if kv_input_tensor is None else w
+    dh = d // num_heads
+    if dh % TILE or s % TILE:
+        raise RuntimeError(f'TT_FATAL: split heads needs tile-aligned head_dim and sequence '
+                           f'(got head_dim {dh}, S {s})')
+    s_kv = s if kv_input_tensor is None else kv_input_tensor.shape[1]
+
+    def heads(v, n):          # (B, n, 3D?) -> (B, H, n, dh)
+        return v.reshape(b, n, num_heads, dh).permute(0, 2, 1, 3).contiguous()
+
+    def fn(dd):
+        v = dd[0]
+        if kv_input_tensor is None:
+            q, k, vv = v[..., :d], v[..., d:2 * d], v[..., 2 * d:3 * d]
+        else:
+            q, k, vv = v, dd[1][..., :d], dd[1][..., d:2 * d]
+        q, k, vv = heads(q, s), heads(k, s_kv), heads(vv, s_kv)
+        kshape = (b, num_heads, dh, s_kv) if transpose_key else (b, num_heads, s_kv, dh)
+        if transpose_key:
+            k = k.transpose(-2, -1).contiguous()
+        return [(q, (b, num_heads, s, dh), x.dtype, Layout.TILE),
+                (k, kshape, x.dtype, Layout.TILE),
+                (vv, (b, num_heads, s_kv, dh), x.dtype, Layout.TILE)]
+    return tuple(launch('split_query_key_value_and_split_heads', ins,
+                        (num_heads, transpose_key), fn, memory_config=memory_config))
+
+
+def concatenate_heads(input_tensor, *, memory_config=None):
+    x = input_tensor
+    _require_tile('concatenate_heads', x)
+    b, h, s, dh = x.shape
+
+    def fn(d):
+        y = d[0].permute(0, 2, 1, 3).reshape(b, s, h * dh)
+        return [(y, (b, s, h * dh), x.dtype, Layout.TILE)]
+    return launch('concatenate_heads', [x], (), fn, memory_config=memory_config)[0]
+
+
+def scaled_dot_product_attention(input_tensor_q, input_tensor_k, input_tensor_v, *,
+                                 attn_mask=None, is_causal=True, scale=None,
+                                 sliding_window_size=None, memory_config=None,
+                                 program_config=None, compute_kernel_config=None):
+    q, k, v = input_tensor_q, input_tensor_k, input_tensor_v
+    ins = [q, k, v] + ([attn_mask] if attn_mask is not None else [])
+    _require_tile('scaled_dot_product_attention', *ins)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError('TT_FATAL: SDPA: is_causal=True cannot take an attn_mask')
+    b, h, s, dh = q.shape
+    s_kv = k.shape[2]
+    if k.shape[3] != dh or tuple(v.shape) != (b, h, s_kv, dh):
+        raise RuntimeError(f'TT_FATAL: SDPA expects K, V as [B, H, S, dh] (not pre-transposed); '
+                           f'got K {tuple(k.shape)}, V {tuple(v.shape)}')
+    if s % TILE or s_kv % TILE or dh % TILE:
+        raise RuntimeError('TT_FATAL: SDPA needs tile-aligned sequence and head dims (stand-in: '
+                           'masking of a non-aligned logical length is unverified)')
+    if program_config is not None:
+        grid = q._device.compute_with_storage_grid_size()
+        g = program_config.compute_with_storage_grid_size
+        if g.x > grid.x or g.y > grid.y:
+            raise RuntimeError(f'TT_FATAL: SDPA program config grid {g} exceeds device {grid}')
+        if s % program_config.q_chunk_size or s_kv % program_config.k_chunk_size:
+            raise RuntimeError('TT_FATAL: SDPA chunk sizes must divide the sequence lengths')
+    if attn_mask is not None and tuple(attn_mask.shape) != (b, 1, s, s_kv):
+        raise RuntimeError(f'TT_FATAL: SDPA mask must be [B, 1, S, S_kv], got '
+                           f'{tuple(attn_mask.shape)}')
+    sc = 1.0 / math.sqrt(dh) if scale is None else float(scale)
+
+    def fn(d):
+        att = torch.matmul(d[0], d[1].transpose(-2, -1)) * sc
+        if attn_mask is not None:
+            att = att + d[3]
+        if is_causal:
+            causal = torch.ones(s, s_kv, dtype=torch.bool, device=att.device).tril()
+            att = att.masked_fill(~causal, float('-inf'))
+        y = torch.matmul(torch.softmax(att, dim=-1), d[2])
+        return [(numerics.quantize(y, q.dtype), (b, h, s, dh), q.dtype, Layout.TILE)]
+    static = (is_causal, sc, repr(program_config), repr(compute_kernel_config))
+    return launch('scaled_dot_product_attention', ins, static, fn,
+                  memory_config=memory_config)[0]

@@ -1,0 +1,223 @@
+"""Enums, small value types and configs of the ttnn stand-in (names and reprs as in ttnn 0.81.1).
+
+Enum members print as `DataType.BFLOAT16`, like the nanobind enums of the real package, so the
+conformance check can compare default values textually.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class _Enum(enum.Enum):
+    def __str__(self) -> str:
+        return f'{type(self).__name__}.{self.name}'
+
+    __repr__ = __str__
+
+
+class DataType(_Enum):
+    BFLOAT16 = 0
+    FLOAT32 = 1
+    UINT32 = 2
+    BFLOAT8_B = 3
+    BFLOAT4_B = 4
+    UINT8 = 5
+    UINT16 = 6
+    INT32 = 7
+
+
+class Layout(_Enum):
+    ROW_MAJOR = 0
+    TILE = 1
+
+
+class MathFidelity(_Enum):
+    LoFi = 0
+    HiFi2 = 2
+    HiFi3 = 3
+    HiFi4 = 4
+    Invalid = 255
+
+
+class TensorMemoryLayout(_Enum):
+    INTERLEAVED = 0
+    HEIGHT_SHARDED = 2
+    WIDTH_SHARDED = 3
+    BLOCK_SHARDED = 4
+
+
+class BufferType(_Enum):
+    DRAM = 0
+    L1 = 1
+    L1_SMALL = 4
+    TRACE = 5
+
+
+class DispatchCoreType(_Enum):
+    WORKER = 0
+    ETH = 1
+
+
+class DispatchCoreAxis(_Enum):
+    ROW = 0
+    COL = 1
+
+
+class ThrottleLevel(_Enum):
+    NO_THROTTLE = 0
+
+
+class UnaryOpType(_Enum):
+    RELU = 0
+    GELU = 1
+
+
+class GeluVariant(_Enum):
+    Accurate = 0
+    Approximate = 1
+
+
+class Shape(tuple):
+    """Logical or padded tensor shape (a tuple that prints like ttnn.Shape)."""
+
+    def __new__(cls, dims):
+        return super().__new__(cls, (int(d) for d in dims))
+
+    def __repr__(self) -> str:
+        return f'Shape({list(self)})'
+
+    @property
+    def rank(self) -> int:
+        return len(self)
+
+
+class MemoryConfig:
+    def __init__(self, memory_layout=TensorMemoryLayout.INTERLEAVED, buffer_type=BufferType.DRAM,
+                 shard_spec=None):
+        self.memory_layout = memory_layout
+        self.buffer_type = buffer_type
+        self.shard_spec = shard_spec
+
+    def is_sharded(self) -> bool:
+        return self.memory_layout != TensorMemoryLayout.INTERLEAVED
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, MemoryConfig) and (self.memory_layout, self.buffer_type) == (
+            other.memory_layout, other.buffer_type)
+
+    def __hash__(self) -> int:
+        return hash((self.memory_layout, self.buffer_type))
+
+    def __repr__(self) -> str:
+        return f'MemoryConfig({self.memory_layout}, {self.buffer_type})'
+
+
+DRAM_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.DRAM)
+L1_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.L1)
+
+
+class CoreCoord:
+    def __init__(self, x, y=None, /):
+        if y is None:
+            x, y = x
+        self.x, self.y = int(x), int(y)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CoreCoord) and (self.x, self.y) == (other.x, other.y)
+
+    def __hash__(self) -> int:
+        return hash((self.x, self.y))
+
+    def __repr__(self) -> str:
+        return f'(x={self.x},y={self.y})'
+
+
+class CoreGrid:
+    def __init__(self, *, x: int, y: int):
+        self.x, self.y = int(x), int(y)
+
+    @property
+    def num_cores(self) -> int:
+        return self.x * self.y
+
+    def __repr__(self) -> str:
+        return f'ttnn.CoreGrid(x={self.x}, y={self.y})'
+
+
+class DispatchCoreConfig:
+    """Dispatch core type/axis. Blackhole rejects (ETH, ROW) (spec/ttnn.md §2)."""
+
+    def __init__(self, type=None, axis=None, fabric_tensix_config=None):  # noqa: A002 (ttnn name)
+        self.type = DispatchCoreType.WORKER if type is None else type
+        if axis == DispatchCoreAxis.ROW and self.type == DispatchCoreType.ETH:
+            raise RuntimeError('TT_FATAL: ETH dispatch with DispatchCoreAxis.ROW is not supported '
+                               'on Blackhole; pass the type only')
+        self.axis = DispatchCoreAxis.COL if axis is None else axis
+        self.fabric_tensix_config = fabric_tensix_config
+
+
+class WormholeComputeKernelConfig:
+    def __init__(self, *, math_fidelity=MathFidelity.Invalid, math_approx_mode=True,
+                 fp32_dest_acc_en=False, packer_l1_acc=False, dst_full_sync_en=False,
+                 throttle_level=ThrottleLevel.NO_THROTTLE):
+        self.math_fidelity = math_fidelity
+        self.math_approx_mode = math_approx_mode
+        self.fp32_dest_acc_en = fp32_dest_acc_en
+        self.packer_l1_acc = packer_l1_acc
+        self.dst_full_sync_en = dst_full_sync_en
+        self.throttle_level = throttle_level
+
+    def __repr__(self) -> str:
+        return (f'WormholeComputeKernelConfig({self.math_fidelity}, fp32={self.fp32_dest_acc_en}, '
+                f'approx={self.math_approx_mode}, l1acc={self.packer_l1_acc})')
+
+
+class SDPAProgramConfig:
+    def __init__(self, *, compute_with_storage_grid_size, sub_core_grids=None, q_chunk_size,
+                 k_chunk_size, exp_approx_mode=None, max_cores_per_head_batch=16, max_k_splits=1,
+                 matmul_math_fidelity=None, segmented_accumulation=False):
+        self.compute_with_storage_grid_size = compute_with_storage_grid_size
+        self.q_chunk_size = int(q_chunk_size)
+        self.k_chunk_size = int(k_chunk_size)
+        self.exp_approx_mode = exp_approx_mode
+
+    def __repr__(self) -> str:
+        g = self.compute_with_storage_grid_size
+        return f'SDPAProgramConfig(grid={g!r}, q={self.q_chunk_size}, k={self.k_chunk_size})'
+
+
+class UnaryWithParam:
+    def __init__(self, op_type, param=None, /):
+        self.op_type = op_type
+        self.param = param
+
+    def __repr__(self) -> str:
+        return f'UnaryWithParam({self.op_type})'
+
+
+class Conv2dConfig:
+    def __init__(self, *, weights_dtype=None, activation=None, deallocate_activation=False,
+                 reallocate_halo_output=True, config_tensors_in_dram=False,
+                 act_block_h_override=0, act_block_w_div=1, reshard_if_not_optimal=False,
+                 override_sharding_config=False, shard_layout=None, core_grid=None,
+                 transpose_shards=False, output_layout=Layout.TILE):
+        self.weights_dtype = weights_dtype
+        self.activation = activation
+        self.deallocate_activation = deallocate_activation
+        self.shard_layout = shard_layout
+        self.output_layout = output_layout
+
+    def __repr__(self) -> str:
+        return (f'Conv2dConfig(w={self.weights_dtype}, act={self.activation}, '
+                f'out={self.output_layout})')
+
+
+@dataclass
+class MeshTraceId:
+    """Handle of a captured trace."""
+
+    value: int
+
+    def __hash__(self) -> int:
+        return hash(self.value)
