@@ -60,6 +60,9 @@ class TorchEngine(Engine):
         dtype: Activation dtype name for `info` (the builder casts the weights).
         patch_size: Input sides must be positive multiples of this.
         cuda_graphs: Capture CUDA graphs per shape (CUDA only; default True there).
+        mean: Per-channel mean of the (x/255 - mean) / std normalisation (ImageNet default;
+            DUSt3R uses 0.5).
+        std: Per-channel std of the normalisation.
         logger: Anything with `.info(str)`; module logger if None.
         details: Extra `info.details`.
         mean: Per-channel mean subtracted after /255 (ImageNet for DA3; 0.5 for DUSt3R).
