@@ -157,6 +157,21 @@ def _check_scale(scale: Any) -> float:
     return value
 
 
+def load_image(image: Any) -> np.ndarray:
+    """uint8 (H, W, 3) RGB; files get their EXIF orientation applied first, as upstream does."""
+    import os
+
+    if isinstance(image, (str, os.PathLike)) and Path(image).is_file():
+        from PIL import Image, ImageOps, UnidentifiedImageError
+
+        try:
+            with Image.open(image) as im:
+                return np.asarray(ImageOps.exif_transpose(im).convert('RGB')).copy()
+        except (UnidentifiedImageError, OSError) as e:
+            raise ValueError(f'cannot read image {image}: {e}') from e
+    return load_rgb(image)
+
+
 class Dust3rPredictor:
     """Two images in, pointmaps + pose out, on any engine backend.
 
@@ -225,7 +240,7 @@ class Dust3rPredictor:
         self.engine.close()
 
     def _prepare(self, image: Any, name: str) -> tuple[np.ndarray, Dust3rPlan]:
-        rgb = load_rgb(image)
+        rgb = load_image(image)
         h, w = rgb.shape[:2]
         try:
             plan = network_size(w, h, self.size, self.mode, self.pad_value)
@@ -240,7 +255,8 @@ class Dust3rPredictor:
         """Reconstruct one pair.
 
         Args:
-            img1: view 1 (reference camera): path, PIL image or uint8 (H, W, 3) RGB.
+            img1: view 1 (reference camera): path (EXIF orientation applied), PIL image or
+                uint8 (H, W, 3) RGB.
             img2: view 2.
             K1: 3x3 intrinsics of image 1 (pixels of the given image); optional.
             K2: 3x3 intrinsics of image 2; without it the focal is estimated (Weiszfeld) from
