@@ -1,0 +1,115 @@
+"""DA3 torch engine through build_engine: golden parity from uint8, bad input, backend selection."""
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from support.da3_fixtures import assert_close_golden, golden, load_png_rgb, tiny_state_dict
+from tt_depth_ros.engines.factory import build_engine
+from tt_depth_ros.engines.select import BackendUnavailableError, select_backend
+
+
+@pytest.fixture(scope='module')
+def engine():
+    eng = build_engine('da3metric-tiny', backend='torch-cpu', state_dict=tiny_state_dict())
+    yield eng
+    eng.close()
+
+
+def test_engine_matches_golden_from_uint8(engine):
+    g = golden('tiny_378x504.npz')
+    out = engine.infer(load_png_rgb('tiny_378x504.png'))
+    assert set(out) == {'depth', 'sky'}
+    assert out['depth'].shape == (378, 504) and out['depth'].dtype == np.float32
+    assert_close_golden(out['depth'], g['depth'][0], 'depth')
+    assert_close_golden(out['sky'], g['sky'][0], 'sky', scale_ref=g['sky_logit'])
+    t = engine.last_timings
+    assert {'upload', 'forward', 'readback', 'total'} <= set(t) and t['forward'] > 0
+    info = engine.info
+    assert (info.backend, info.device, info.dtype, info.model) == ('torch-cpu', 'cpu', 'float32',
+                                                                    'da3metric-tiny')
+    assert info.details['is_metric'] is True and info.details['cuda_graphs'] is False
+
+
+def test_engine_accepts_readonly_and_noncontiguous(engine):
+    img = load_png_rgb('tiny_280x504.png')
+    ro = img.copy()
+    ro.setflags(write=False)
+    a = engine.infer(ro)['depth']
+    wide = np.zeros((280, 504, 4), np.uint8)
+    wide[..., :3] = img
+    b = engine.infer(wide[..., :3])['depth']
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize('images,err,match', [
+    ((np.zeros((28, 28, 3), np.float32),), ValueError, 'uint8'),
+    ((np.zeros((28, 28), np.uint8),), ValueError, r'\(H, W, 3\)'),
+    ((np.zeros((28, 28, 4), np.uint8),), ValueError, r'\(H, W, 3\)'),
+    ((np.zeros((28, 30, 3), np.uint8),), ValueError, 'multiples of the 14 px patch'),
+    ((np.zeros((7, 7, 3), np.uint8),), ValueError, 'multiples of the 14 px patch'),
+    ((np.zeros((28, 28, 3), np.uint8),) * 2, ValueError, 'expects 1 image'),
+    (([[1, 2, 3]],), TypeError, 'numpy array'),
+])
+def test_engine_bad_input(engine, images, err, match):
+    with pytest.raises(err, match=match):
+        engine.infer(*images)
+
+
+def test_bfloat16_casts_backbone_only():
+    eng = build_engine('da3metric-tiny', backend='torch-cpu', dtype='bfloat16',
+                       state_dict=tiny_state_dict())
+    m = eng.model
+    assert m.backbone.pretrained.blocks[0].attn.qkv.weight.dtype == torch.bfloat16
+    assert m.head.scratch.output_conv1.weight.dtype == torch.float32
+    assert eng.info.dtype == 'bfloat16'
+    out = eng.infer(load_png_rgb('tiny_280x504.png'))
+    ref = golden('tiny_280x504.npz')['depth'][0]
+    assert out['depth'].dtype == np.float32
+    assert np.median(np.abs(out['depth'] - ref) / ref) < 0.05
+    eng.close()
+    eng.close()  # idempotent
+    with pytest.raises(RuntimeError, match='closed'):
+        eng.infer(load_png_rgb('tiny_280x504.png'))
+
+
+def test_float16_on_cpu_rejected():
+    with pytest.raises(ValueError, match='torch-cuda only'):
+        build_engine('da3metric-tiny', backend='torch-cpu', dtype='float16',
+                     state_dict=tiny_state_dict())
+    with pytest.raises(ValueError, match='dtype'):
+        build_engine('da3metric-tiny', backend='torch-cpu', dtype='int8',
+                     state_dict=tiny_state_dict())
+
+
+def test_unknown_model_and_backend():
+    with pytest.raises(ValueError, match='unknown model'):
+        build_engine('da3-giant', backend='torch-cpu')
+    with pytest.raises(ValueError, match='backend='):
+        select_backend('tpu')
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='a CUDA device is present')
+def test_requested_cuda_unavailable_is_an_error():
+    with pytest.raises(BackendUnavailableError, match="'torch-cuda' is unavailable"):
+        build_engine('da3metric-tiny', backend='torch-cuda', state_dict=tiny_state_dict())
+
+
+def test_requested_ttnn_unavailable_is_an_error():
+    import importlib.util
+    if importlib.util.find_spec('ttnn') is not None:
+        pytest.skip('ttnn is installed')
+    with pytest.raises(BackendUnavailableError, match='ttnn'):
+        build_engine('da3metric-tiny', backend='ttnn', state_dict=tiny_state_dict())
+
+
+def test_auto_selection_is_logged(caplog):
+    log = logging.getLogger('select-test')
+    with caplog.at_level(logging.INFO, logger='select-test'):
+        got = select_backend('auto', logger=log)
+    expected = 'torch-cuda' if torch.cuda.is_available() else 'torch-cpu'
+    assert got == expected
+    assert f'backend auto -> {expected}' in caplog.text
+    assert 'ttnn' in caplog.text   # the skipped backend and its reason are logged
+    assert select_backend('torch-cpu', logger=log) == 'torch-cpu'
