@@ -65,8 +65,6 @@ class TorchEngine(Engine):
         std: Per-channel std of the normalisation.
         logger: Anything with `.info(str)`; module logger if None.
         details: Extra `info.details`.
-        mean: Per-channel mean subtracted after /255 (ImageNet for DA3; 0.5 for DUSt3R).
-        std: Per-channel divisor after the mean (ImageNet for DA3; 0.5 for DUSt3R -> [-1, 1]).
     """
 
     def __init__(self, model: nn.Module, run: RunFn, *, model_name: str, num_views: int = 1,
