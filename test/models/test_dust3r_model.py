@@ -108,3 +108,14 @@ def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
     model = eng.model   # the engine's own loaded network; called directly to also get raw
     ref = fixture('full_384x512_grid4')
     assert_gates(_run(model, ref, '384x512'), ref)
+
+
+def test_flop_count_matches_spec_table():
+    """spec/dust3r.md §4: encoder 1.046, decoder 0.437, head 0.187, pair 1.86 TFLOP at 512x384."""
+    from tt_depth_ros.models.dust3r.flops import head_flops, pair_flops
+    f = pair_flops(LARGE, 384, 512)
+    assert f['encoder'] / 1e12 == pytest.approx(1.046, abs=5e-4)
+    assert f['decoder'] / 1e12 == pytest.approx(0.437, abs=5e-4)
+    assert head_flops(LARGE, 384, 512) / 1e12 == pytest.approx(0.187, abs=5e-4)
+    assert f['total'] / 1e12 == pytest.approx(1.86, abs=5e-3)
+    assert pair_flops(LARGE, 512, 512)['total'] / 1e12 == pytest.approx(2.57, abs=5e-3)
