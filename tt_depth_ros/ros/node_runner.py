@@ -2,8 +2,9 @@
 
 Order (spec/ros.md §4): SIGINT/SIGTERM only set an event (our handlers are installed before
 rclpy, so a signal during startup is never swallowed); the executor spins in its own thread; on
-exit the node is shut down (worker joined, engine closed), then `executor.shutdown()`, the spin
-thread joined, and only then `rclpy.shutdown()` — exiting with a live spin thread aborts.
+exit `executor.shutdown()`, the spin thread is joined, the node goes through its shutdown
+transition (worker joined, engine closed, with no callback running concurrently), and only then
+`rclpy.shutdown()` — exiting with a live spin thread aborts.
 """
 from __future__ import annotations
 
@@ -40,12 +41,18 @@ def run_lifecycle_node(node_factory, args: list[str] | None = None) -> int:
     executor.add_node(node)
 
     def spin() -> None:
-        try:
-            executor.spin()
-        except ExternalShutdownException:
-            pass
-        finally:
-            stop.set()
+        # spin_once in a loop: an exception escaping a callback (Jazzy raises one in the
+        # change_state service for an invalid transition) must not end the node's spinning.
+        while not stop.is_set():
+            try:
+                executor.spin_once(timeout_sec=0.25)
+            except ExternalShutdownException:
+                break
+            except Exception as exc:  # noqa: BLE001 - logged; the node keeps serving
+                if not stop.is_set():
+                    node.get_logger().error(f'a callback raised {type(exc).__name__}: {exc} '
+                                            '(e.g. an invalid lifecycle transition); continuing')
+        stop.set()
 
     if node.p.get('autostart') and not stop.is_set():
         _autostart(node)
@@ -53,12 +60,12 @@ def run_lifecycle_node(node_factory, args: list[str] | None = None) -> int:
     spin_thread.start()
     stop.wait()
     node.get_logger().info('shutting down')
-    try:
-        node.trigger_shutdown()
-    except Exception as exc:  # noqa: BLE001 - shutdown from a state without a shutdown transition
-        node.get_logger().warning(f'shutdown transition: {exc}')
-    executor.shutdown()
+    executor.shutdown(timeout_sec=5.0)
     spin_thread.join(10.0)
+    try:
+        node.trigger_shutdown()   # from any state: worker joined, engine closed
+    except Exception as exc:  # noqa: BLE001 - e.g. already finalized
+        node.get_logger().info(f'shutdown transition skipped: {exc}')
     node.destroy_node()
     rclpy.try_shutdown()
     return 0
