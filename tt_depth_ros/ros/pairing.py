@@ -10,8 +10,9 @@ frame of the other stream; if that is within `tolerance_s` the pair is emitted a
 goes back in time: after emitting (a, b) every queued frame at or before a / b is discarded
 (counted as unpaired). Frames of one side older than `newest_other - tolerance` can never pair any
 more and are discarded too. A stamp that goes backwards on a side (a bag loop, a clock jump) is a
-reset: both queues are cleared and a reset is counted for that side; pairing resumes on the new
-timeline. A repeated stamp on one side is a duplicate and is dropped.
+reset, counted for that side: its queue is cleared, and so are the other side's frames ahead of
+the new time (old timeline); the other side's frames already on the new timeline are kept, so two
+looping streams pair again at once. A repeated stamp on one side is a duplicate and is dropped.
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ class ApproxTimePairer:
                 return None
             if last is not None and stamp_ns < last:
                 self._resets[side] += 1
-                self._discard_all()
+                self._discard_on_reset(side, stamp_ns)
             self._last[side] = stamp_ns
             own, other = self._queues[side], self._queues[1 - side]
             own.append((stamp_ns, item))
@@ -161,6 +162,17 @@ class ApproxTimePairer:
         while queue and queue[0][0] < stamp_ns:
             queue.popleft()
             self._unpaired[side] += 1
+
+    def _discard_on_reset(self, side: int, stamp_ns: int) -> None:
+        # New timeline on `side`: its queue is old; the other side keeps only frames that can
+        # belong to the new timeline (not ahead of it), e.g. when that side already looped.
+        self._unpaired[side] += len(self._queues[side])
+        self._queues[side].clear()
+        other = self._queues[1 - side]
+        keep = [(s, it) for s, it in other if s <= stamp_ns + self._tol]
+        self._unpaired[1 - side] += len(other) - len(keep)
+        other.clear()
+        other.extend(keep)
 
     def _discard_all(self) -> None:
         for side in (0, 1):

@@ -115,6 +115,14 @@ def test_stamps_backwards_is_a_counted_reset_and_pairing_resumes():
     assert s.pairs == 7
 
 
+def test_both_streams_loop_to_the_same_stamp_pair_again_at_once():
+    p = ApproxTimePairer(0.005)
+    feed(p, [(0, 9000 * MS), (1, 9000 * MS), (0, 9100 * MS)])
+    out = feed(p, [(0, 3000 * MS), (1, 3000 * MS), (1, 3100 * MS), (0, 3100 * MS)])
+    assert out == [(3000 * MS, 3000 * MS), (3100 * MS, 3100 * MS)]
+    assert p.stats.resets == (1, 1) and p.stats.unpaired == (1, 0)
+
+
 def test_duplicate_stamp_is_dropped_and_counted():
     p = ApproxTimePairer(0.005)
     assert feed(p, [(0, 5 * MS), (0, 5 * MS), (1, 5 * MS)]) == [(5 * MS, 5 * MS)]
