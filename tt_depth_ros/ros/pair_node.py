@@ -218,12 +218,14 @@ class PairNode(PerceptionLifecycleNode):
             self._metric_cond.notify_all()
 
     # ---- worker side ----------------------------------------------------------------------
-    def _metric_for(self, stamp_ns: int) -> np.ndarray | None:
+    def _metric_for(self, stamp_ns: int, wait: bool = True) -> np.ndarray | None:
+        """Metric depth image with exactly this stamp (waits up to metric_depth_wait_s)."""
         if self.p['scale_source'] != 'depth':
             return None
         with self._metric_cond:
-            self._metric_cond.wait_for(lambda: stamp_ns in self._metric,
-                                       self.p['metric_depth_wait_s'])
+            if wait:
+                self._metric_cond.wait_for(lambda: stamp_ns in self._metric,
+                                           self.p['metric_depth_wait_s'])
             return self._metric.get(stamp_ns)
 
     def _intrinsics(self, key: str, width: int, height: int):
@@ -358,7 +360,8 @@ class PairNode(PerceptionLifecycleNode):
         if not self._scale_ok(scale):
             return None
         z_frame = result.depth2(1.0)
-        metric = self._metric_for(stamp_ns)
+        # a fresh metric reference if one is already there; else the propagated one is used
+        metric = self._metric_for(stamp_ns, wait=False)
         metric_grid = None if metric is None else self.pipeline.metric_on_grid(result.plan2, metric)
         step = self.chain.track(result.T_units, scale, (msg, rgb, K), stamp_ns,
                                 frame_depth=np.nan_to_num(z_frame, nan=0.0),

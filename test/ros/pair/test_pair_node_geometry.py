@@ -9,11 +9,12 @@ metric source is configured.
 import numpy as np
 import pytest
 from pair_engines import STEREO_T_1_2, pose_of, render_view
-from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd
+from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, stamp
+from std_msgs.msg import Header
 
 from support.procs import spawn
 from tt_depth_ros.geometry.se3 import angle_deg
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
+from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth
 from tt_depth_ros.ros.pose_msgs import T_from_pose_msg, T_from_transform_msg
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
@@ -127,3 +128,47 @@ def test_temporal_chain_matches_ground_truth_trajectory():
             assert proc.poll() is None, proc.log_text()
     finally:
         probe.close()
+
+
+def publish_metric(probe, depth, t, frame):
+    probe.metric_pub.publish(depth_image_msg(depth, Header(stamp=stamp(t), frame_id=frame)))
+
+
+def test_metric_depth_scale_gives_metres_in_stereo_and_temporal_modes():
+    """scale_source=depth: median ratio to a metric depth image of the reference view."""
+    for mode in ('stereo', 'temporal'):
+        ns = f'/pair_geo_metric_{mode}'
+        params = dict(mode=mode, engine_plugin=SCENE_ENGINE,
+                      engine_plugin_args=f'{{"mode": "{mode}"}}', network_size=112,
+                      scale_source='depth', keyframe_every_n=2, diagnostics_period=0.2)
+        probe = PairProbe(ns, mode)
+        try:
+            with spawn(pair_node_cmd(ns, params), env=child_env(), name=f'pair_m_{mode}') as pr:
+                probe.wait_ready()
+                probe.wait_matched(probe.metric_pub)
+                T_w0 = pose_of(mode, 0, 0)
+                for k in range(4):
+                    t = (300 + k) * 1000 * MS
+                    _, true_depth, _ = render_view(mode, k, 0, W, H)
+                    if mode == 'stereo' or k in (0, 2):   # temporal: keyframes only need it
+                        publish_metric(probe, true_depth, t, 'left' if mode == 'stereo' else 'cam')
+                    if mode == 'stereo':
+                        probe.publish_stereo(k, t)
+                        gt = STEREO_T_1_2
+                    else:
+                        probe.publish_temporal(k, t)
+                        gt = np.linalg.inv(T_w0) @ pose_of(mode, k, 0)
+                    T = T_from_pose_msg(probe.wait_stamp('pose', t).pose)
+                    assert angle_deg(T[:3, :3].T @ gt[:3, :3]) <= 0.1, (mode, k)
+                    # metres without any unknown factor
+                    assert np.allclose(T[:3, 3], gt[:3, 3], atol=1e-4), (mode, k, T, gt)
+                    if k:
+                        d = image_msg_to_depth(probe.wait_stamp('depth', t))
+                        _, true_d, _ = render_view(mode, k, 0, W, H)   # camera 1 / current
+                        ok = np.isfinite(d)
+                        assert ok.mean() > 0.4 and np.allclose(d[ok], true_d[ok], rtol=1e-4)
+                diag = probe.wait_diag(lambda v: v.get('scale_source') == 'depth')
+                assert diag['units'] == 'metres'
+                assert pr.poll() is None, pr.log_text()
+        finally:
+            probe.close()
