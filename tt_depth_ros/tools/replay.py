@@ -155,7 +155,7 @@ class Player:
     def play(self, mode: str = 'recorded', *, rate_hz: float | None = None, speed: float = 1.0,
              loops: int = 1, max_frames: int | None = None, consumer: StampWaiter | None = None,
              consumer_timeout_s: float = 10.0, on_frame=None, stop: threading.Event | None = None,
-             progress=None) -> dict:
+             progress=None, stamp_offset_ns: int = 0) -> dict:
         """Publish frames; returns {'frames_sent', 'consumer_timeouts', 'duration_s'}.
 
         Args:
@@ -166,9 +166,11 @@ class Player:
             max_frames: stop after this many frames.
             consumer: output waiter for mode 'consumer'.
             consumer_timeout_s: how long to wait for each output in mode 'consumer'.
-            on_frame: callable(stamp_ns, send_time_ns) after each frame message is published.
+            on_frame: callable(stamp_ns, send_time_ns, frame_index) after each frame message.
             stop: event that ends playback early.
             progress: callable(str) for a progress line every ~2 s.
+            stamp_offset_ns: added to every header stamp and clock value (keeps stamps unique
+                across successive `play` calls, e.g. benchmark runs).
         """
         if mode not in MODES:
             raise ValueError(f'mode must be one of {MODES}, got {mode!r}')
@@ -184,8 +186,8 @@ class Player:
         bag_t0 = self.frames[0][-1].timestamp_ns
         loop = 0
         while loops == 0 or loop < loops:
-            offset = loop * self.loop_span_ns if self.restamp_loops else 0
-            for frame in self.frames:
+            offset = stamp_offset_ns + (loop * self.loop_span_ns if self.restamp_loops else 0)
+            for index, frame in enumerate(self.frames):
                 if (stop is not None and stop.is_set()) or (max_frames and sent >= max_frames):
                     return self._stats(sent, timeouts, t0)
                 if mode == 'rate':
@@ -201,7 +203,7 @@ class Player:
                 before = consumer.count if consumer is not None else 0
                 stamp = self._publish(frame[-1], offset)
                 if on_frame is not None:
-                    on_frame(stamp, time.time_ns())
+                    on_frame(stamp, time.time_ns(), index)
                 sent += 1
                 k += 1
                 if mode == 'consumer' and not consumer.wait(stamp or 0, before,

@@ -1,0 +1,392 @@
+"""Benchmark a node on a rosbag2 like NVIDIA ros2_benchmark: throughput, latency, CPU, accuracy.
+
+The node under test runs unmodified in its own process (default: the depth node, tiny DA3 on
+torch-cpu; `--node-cmd` for anything else). Frames are pre-buffered from the bag and published at
+controlled rates (tools/replay.Player); outputs are matched to inputs by header stamp
+(tools/bench_stats.py). Procedure (spec/ros.md §8): warm-up, idle baseline, fixed-rate runs
+(several rates, repeats), a peak-throughput search (highest rate with <= 5 % drops, bounded
+bisection), then an accuracy pass when the bag has ground-truth depth. Writes a JSON report and
+PNG plots. Usage: `python -m tt_depth_ros.tools.benchmark --bag BAG --out DIR`.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tt_depth_ros.tools import bench_report as rep
+from tt_depth_ros.tools import bench_stats as st
+from tt_depth_ros.tools.bag_io import bag_sha256, header_stamp_ns, read_bag
+
+
+@dataclass
+class BenchConfig:
+    """Everything a benchmark run depends on (stored in the report)."""
+
+    bag: str
+    out_dir: str = 'benchmark_out'
+    name: str = 'depth_node'
+    tag: str = ''                    # appended to every output file name (e.g. _RANDOM-WEIGHTS)
+    node_cmd: list = field(default_factory=list)   # empty: the depth node built from the fields
+    node_name: str = 'depth_node'    # for /diagnostics
+    model: str = 'da3metric-tiny'
+    weights: str = ''                # file, or 'rule-v1' (random tiny checkpoint written here)
+    backend: str = 'torch-cpu'
+    process_res: int = 126
+    node_params: list = field(default_factory=list)  # extra 'name:=value' for the depth node
+    image_topic: str = '/camera/image_raw'
+    info_topic: str = '/camera/camera_info'
+    output_topic: str = '/depth'
+    output_type: str = 'sensor_msgs/msg/Image'
+    gt_topic: str = '/camera/depth_gt'
+    prebuffer: int = 100
+    rates_hz: list = field(default_factory=lambda: [1.0, 2.0, 5.0])
+    duration_s: float = 5.0
+    repeats: int = 1
+    peak: bool = True
+    peak_lo_hz: float = 1.0
+    peak_hi_hz: float = 30.0
+    peak_steps: int = 5
+    warmup_frames: int = 3
+    startup_timeout_s: float = 120.0
+    baseline_s: float = 1.0
+    accuracy: bool = True
+    monitor_interval_s: float = 0.1
+    extra: dict = field(default_factory=dict)   # free-form notes (e.g. weights provenance)
+
+
+def node_command(cfg: BenchConfig, weights_path: str) -> list[str]:
+    """Command line of the node under test."""
+    if cfg.node_cmd:
+        return list(cfg.node_cmd)
+    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth_node', '--ros-args',
+           '-r', f'__node:={cfg.node_name}',
+           '-p', f'model:={cfg.model}', '-p', f'backend:={cfg.backend}',
+           '-p', f'process_res:={cfg.process_res}', '-p', 'diagnostics_period:=0.5',
+           '-r', f'image:={cfg.image_topic}', '-r', f'camera_info:={cfg.info_topic}',
+           '-r', f'depth:={cfg.output_topic}']
+    if weights_path:
+        cmd += ['-p', f'weights_path:={weights_path}']
+    for p in cfg.node_params:
+        cmd += ['-p', p]
+    return cmd
+
+
+def _stop_process(proc: subprocess.Popen, timeout_s: float = 20.0) -> int:
+    for sig, wait in ((signal.SIGINT, 0.6 * timeout_s), (signal.SIGTERM, 0.3 * timeout_s)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+    return proc.returncode
+
+
+class _Session:
+    """One benchmark: ROS node, player, monitors and the node process."""
+
+    def __init__(self, cfg: BenchConfig, log):
+        self.cfg, self.log = cfg, log
+        self.offset_ns = 0
+        self.all_sent: set[int] = set()
+        self.late_discarded = 0
+        self.runs: list[dict] = []
+
+    def run_once(self, rate: float, label: str) -> dict:
+        cfg, player, mon = self.cfg, self.player, self.monitor
+        stale = mon.take()
+        self.late_discarded += len(stale)
+        frames = max(3, int(round(rate * cfg.duration_s)))
+        sent: dict[int, int] = {}
+        t0 = time.monotonic()
+        player.play('rate', rate_hz=rate, loops=0, max_frames=frames,
+                    stamp_offset_ns=self.offset_ns, on_frame=lambda s, t, i: sent.__setitem__(s, t))
+        self.offset_ns += (frames // len(player.frames) + 1) * player.loop_span_ns
+        mon.wait_for(set(sent), timeout_s=self.drain_timeout_s, idle_s=self.drain_idle_s)
+        received = mon.take()
+        t1 = time.monotonic()
+        self.all_sent.update(sent)
+        metrics = st.basic_metrics(sent, received)
+        pairs, _ = st.match_latencies(sent, received)
+        first = next(iter(sent.values()))
+        run = {'label': label, 'rate_hz': rate, 'metrics': metrics,
+               'resources': self.resources.summary(t0, t1),
+               'diagnostics': self.diag.snapshot(), 'stages_ms': self.diag.stages_ms(),
+               'series': {'t_s': [(t - first) / 1e9 for _, t, _ in pairs],
+                          'latency_ms': [(r - t) / 1e6 for _, t, r in pairs]}}
+        self.runs.append(run)
+        self.log(f'  {label}: sent {metrics[st.NUM_FRAMES_SENT]}, received '
+                 f'{metrics["num_matched"]}, drops {100 * metrics["drop_fraction"]:.1f} %, '
+                 f'p50 {metrics.get("latency_p50_ms", float("nan")):.1f} ms, p99 '
+                 f'{metrics.get("latency_p99_ms", float("nan")):.1f} ms, out '
+                 f'{metrics.get(st.MEAN_FRAME_RATE, 0.0):.2f} fps')
+        return run
+
+    def accuracy_pass(self) -> dict:
+        """Each pre-buffered frame once, as fast as the node keeps up; metric depth vs GT."""
+        from tt_depth_ros.geometry import accuracy as acc
+        cfg, player, mon = self.cfg, self.player, self.monitor
+        self.late_discarded += len(mon.take())
+        gt_msgs, _ = read_bag(cfg.bag, [cfg.gt_topic])
+        gt = {header_stamp_ns(m.raw): m.raw for m in gt_msgs}
+        orig = [header_stamp_ns(f[-1].raw) for f in player.frames]
+        sent: dict[int, int] = {}
+        index: dict[int, int] = {}
+
+        def on_frame(stamp, t, i):
+            sent[stamp] = t
+            index[stamp] = i
+
+        mon.keep_payloads = True
+        player.play('consumer', loops=1, consumer=mon, consumer_timeout_s=self.drain_timeout_s,
+                    stamp_offset_ns=self.offset_ns, on_frame=on_frame)
+        self.offset_ns += 2 * player.loop_span_ns
+        mon.keep_payloads = False
+        received = mon.take()
+        self.all_sent.update(sent)
+        per_frame, missing_gt = [], 0
+        for stamp in sent:
+            raw = mon.payloads.pop(stamp, None)
+            truth = gt.get(orig[index[stamp]])
+            if raw is None:
+                continue
+            if truth is None:
+                missing_gt += 1
+                continue
+            g = rep.decode_depth(truth)
+            pred = rep.decode_depth(raw)
+            if pred.shape != g.shape:
+                pred = acc.resize_nearest(pred, g.shape)
+            per_frame.append(acc.depth_metrics(pred, g))
+        mon.payloads.clear()
+        out = acc.mean_metrics(per_frame)
+        out.update(frames_sent=len(sent), outputs=len(received), frames_without_gt=missing_gt,
+                   scale_alignment='none (metric)', per_frame=per_frame)
+        nan = float('nan')
+        self.log(f'accuracy over {len(per_frame)} frames: AbsRel {out.get("abs_rel", nan):.4f}, '
+                 f'RMSE {out.get("rmse_m", nan):.3f} m, delta1 {out.get("delta1", nan):.3f}')
+        return out
+
+
+def _warm_up(s: _Session, cfg: BenchConfig) -> list[float]:
+    """Send one frame at a time until `warmup_frames` outputs; returns their latencies (ms).
+
+    A frame may be lost while discovery settles, so up to 10 extra frames are sent, each waited
+    for at most 20 s (the first output includes engine preparation).
+    """
+    lat: list[float] = []
+    deadline = time.monotonic() + cfg.startup_timeout_s
+    for _ in range(cfg.warmup_frames + 10):
+        if len(lat) >= cfg.warmup_frames or time.monotonic() > deadline:
+            break
+        sent: dict[int, int] = {}
+        s.player.play('consumer', loops=0, max_frames=1, consumer=s.monitor,
+                      consumer_timeout_s=min(20.0, max(deadline - time.monotonic(), 0.1)),
+                      stamp_offset_ns=s.offset_ns,
+                      on_frame=lambda st_, t, i, sent=sent: sent.update({st_: t}))
+        s.offset_ns += s.player.loop_span_ns
+        out = s.monitor.take()
+        s.all_sent.update(sent)
+        lat += [(out[k] - t) / 1e6 for k, t in sent.items() if k in out]
+    return lat
+
+
+def run_benchmark(cfg: BenchConfig, log=print) -> dict:
+    """Run the whole procedure; write `<name><tag>.json` and plots into cfg.out_dir.
+
+    Returns:
+        The report dict (also written as JSON). Raises RuntimeError when the node never comes
+        up (with the tail of its log).
+    """
+    from tt_depth_ros.ros.loopback import apply_loopback_env
+    apply_loopback_env()
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from tt_depth_ros.tools.bench_probe import DiagnosticsListener, OutputMonitor
+    from tt_depth_ros.tools.replay import Player, group_frames
+    from tt_depth_ros.tools.resource_monitor import ResourceMonitor
+
+    out_dir = Path(cfg.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f'{cfg.name}{cfg.tag}'
+    weights = cfg.weights
+    if weights == 'rule-v1':
+        from tt_depth_ros.tools.demo_weights import write_rule_v1_checkpoint
+        weights = str(write_rule_v1_checkpoint(
+            cfg.model, Path(tempfile.gettempdir()) / f'tt_bench_{cfg.model}_rule-v1.safetensors'))
+    msgs, types = read_bag(cfg.bag, [cfg.info_topic, cfg.image_topic])
+    frames = group_frames(msgs, cfg.image_topic)[:cfg.prebuffer]
+    msgs = [m for f in frames for m in f]
+    has_gt = cfg.accuracy and cfg.gt_topic in read_bag_topics(cfg.bag)
+    s = _Session(cfg, log)
+    cmd = node_command(cfg, weights)
+    log(f'benchmark {stem}: bag {cfg.bag} ({len(frames)} frames buffered), node: '
+        f'{shlex.join(cmd)}')
+    rclpy.init()
+    node = rclpy.create_node('tt_benchmark')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    node_log = out_dir / f'{stem}_node.log'
+    proc = None
+    report: dict = {}
+    try:
+        s.player = Player(node, msgs, types, frame_topic=cfg.image_topic)
+        s.monitor = OutputMonitor(node, cfg.output_topic, cfg.output_type)
+        s.diag = DiagnosticsListener(node, cfg.node_name)
+        spinner.start()
+        with node_log.open('wb') as fh:
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        s.resources = ResourceMonitor(proc.pid, cfg.monitor_interval_s).start()
+        t_start = time.monotonic()
+        if not s.player.wait_for_subscribers(1, cfg.startup_timeout_s, all_topics=True) \
+                or proc.poll() is not None:
+            raise RuntimeError(f'node under test did not subscribe to {cfg.image_topic} and '
+                               f'{cfg.info_topic} within {cfg.startup_timeout_s} s; log tail:\n'
+                               + node_log.read_text(errors='replace')[-3000:])
+        log(f'node up after {time.monotonic() - t_start:.1f} s; warm-up '
+            f'({cfg.warmup_frames} outputs; the first includes engine prepare)')
+        warm_lat = _warm_up(s, cfg)
+        if not warm_lat:
+            raise RuntimeError('no output during warm-up; node log tail:\n'
+                               + node_log.read_text(errors='replace')[-3000:])
+        steady = max(warm_lat[1:] or warm_lat)
+        s.drain_idle_s = max(1.0, 4 * steady / 1e3)
+        s.drain_timeout_s = max(10.0, 10 * steady / 1e3)
+        log('warm-up latencies ' + ', '.join(f'{x:.0f}' for x in warm_lat) + ' ms')
+        tb = time.monotonic()
+        time.sleep(cfg.baseline_s)
+        baseline = s.resources.summary(tb, time.monotonic())
+        log(f'baseline: node CPU {baseline.get("node_cpu_percent_mean", 0):.0f} %, RSS '
+            f'{baseline.get("node_rss_mb_max", 0):.0f} MB')
+        fixed = {}
+        for rate in cfg.rates_hz:
+            log(f'fixed rate {rate} Hz x {cfg.repeats}')
+            runs = [s.run_once(rate, f'{rate:g} Hz #{r + 1}') for r in range(cfg.repeats)]
+            fixed[f'{rate:g}'] = st.conclude([r['metrics'] for r in runs])
+        peak = None
+        if cfg.peak:
+            log(f'peak throughput search in [{cfg.peak_lo_hz}, {cfg.peak_hi_hz}] Hz, '
+                f'<= {cfg.peak_steps} steps')
+            peak = st.peak_search(
+                lambda r: st.accepted(s.run_once(r, f'peak {r:g} Hz')['metrics']),
+                cfg.peak_lo_hz, cfg.peak_hi_hz, max_steps=cfg.peak_steps)
+            log(f'peak throughput: {peak["peak_rate_hz"]} Hz (bracket {peak["bracket_hz"]})')
+        accuracy = s.accuracy_pass() if has_gt else {
+            'skipped': f'no {cfg.gt_topic} in the bag' if cfg.accuracy else 'disabled'}
+        diag = s.diag.snapshot()
+        report = {
+            'metadata': rep.metadata(stem), 'hardware': rep.hardware_info(),
+            'software': rep.software_info(),
+            'backend': {'requested': cfg.backend, 'reported': diag.get('backend'),
+                        'device': diag.get('device'), 'model': diag.get('model')},
+            'config': asdict(cfg), 'node_command': cmd,
+            'dataset': {'path': str(cfg.bag), 'sha256': bag_sha256(cfg.bag),
+                        'frames_buffered': len(frames), 'input_topics': [cfg.image_topic,
+                                                                          cfg.info_topic]},
+            'warmup_latency_ms': warm_lat,
+            'baseline': {st.BASELINE_CPU: baseline.get('machine_cpu_percent_mean'), **baseline},
+            'fixed_rate': fixed, 'peak_throughput': peak,
+            'runs': [{k: v for k, v in r.items()} for r in s.runs],
+            'accuracy': accuracy,
+            'unmatched_outputs_total': sum(r['metrics']['num_unmatched_outputs'] for r in s.runs),
+            'late_outputs_discarded': s.late_discarded,
+            'final_diagnostics': diag,
+        }
+        for r in report['runs']:
+            res = r['resources']
+            r['metrics'][st.MEAN_CPU] = res.get('machine_cpu_percent_mean')
+            r['metrics'][st.MAX_CPU] = res.get('machine_cpu_percent_max')
+    finally:
+        if proc is not None:
+            _stop_process(proc)
+        if hasattr(s, 'resources'):
+            s.resources.stop()
+        executor.shutdown()
+        spinner.join(5) if spinner.is_alive() else None
+        node.destroy_node()
+        rclpy.try_shutdown()
+    from tt_depth_ros.tools import bench_plots
+    title = f'{cfg.name}{cfg.tag} ({report["backend"]["reported"] or cfg.backend})'
+    series = [{'label': r['label'], **r['series']} for r in s.runs]
+    report['resources_series'] = s.resources.series()
+    report['plots'] = [str(p) for p in (
+        bench_plots.plot_latency(series, out_dir / f'{stem}_latency.png', title),
+        bench_plots.plot_histogram(series, out_dir / f'{stem}_latency_hist.png', title),
+        bench_plots.plot_resources(report['resources_series'], out_dir / f'{stem}_resources.png',
+                                   title))]
+    report['report_path'] = str(out_dir / f'{stem}.json')
+    rep.write_json(report, out_dir / f'{stem}.json')
+    log(f'wrote {report["report_path"]} and {len(report["plots"])} plots')
+    return report
+
+
+def read_bag_topics(path) -> set[str]:
+    """Topic names in a bag (metadata only)."""
+    from rosbags.rosbag2 import Reader
+    with Reader(path) as r:
+        return {c.topic for c in r.connections}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point (see the module docstring)."""
+    d = BenchConfig(bag='')
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--bag', required=True)
+    ap.add_argument('--out', default=d.out_dir)
+    ap.add_argument('--name', default=d.name)
+    ap.add_argument('--node-cmd', help='command of the node under test (default: depth node)')
+    ap.add_argument('--node-name', default=d.node_name, help='its name in /diagnostics')
+    ap.add_argument('--model', default=d.model)
+    ap.add_argument('--weights', default='rule-v1',
+                    help="weights file, or 'rule-v1' for a random tiny checkpoint (labelled)")
+    ap.add_argument('--backend', default=d.backend)
+    ap.add_argument('--process-res', type=int, default=d.process_res)
+    ap.add_argument('--param', action='append', default=[], help='extra node parameter n:=v')
+    for k in ('image_topic', 'info_topic', 'output_topic', 'output_type', 'gt_topic'):
+        ap.add_argument('--' + k.replace('_', '-'), default=getattr(d, k))
+    ap.add_argument('--prebuffer', type=int, default=d.prebuffer)
+    ap.add_argument('--rates', type=float, nargs='+', default=d.rates_hz)
+    ap.add_argument('--duration', type=float, default=d.duration_s)
+    ap.add_argument('--repeats', type=int, default=d.repeats)
+    ap.add_argument('--no-peak', action='store_true')
+    ap.add_argument('--peak-lo', type=float, default=d.peak_lo_hz)
+    ap.add_argument('--peak-hi', type=float, default=d.peak_hi_hz)
+    ap.add_argument('--peak-steps', type=int, default=d.peak_steps)
+    ap.add_argument('--warmup', type=int, default=d.warmup_frames)
+    ap.add_argument('--no-accuracy', action='store_true')
+    a = ap.parse_args(argv)
+    random = a.weights == 'rule-v1' and not a.node_cmd
+    if random:
+        print(f'*** {a.model} with rule-v1 RANDOM weights: timing is real, depth is noise ***')
+    cfg = BenchConfig(
+        bag=a.bag, out_dir=a.out, name=a.name, tag='_RANDOM-WEIGHTS' if random else '',
+        node_cmd=shlex.split(a.node_cmd) if a.node_cmd else [], node_name=a.node_name,
+        model=a.model, weights=a.weights, backend=a.backend, process_res=a.process_res,
+        node_params=a.param, image_topic=a.image_topic, info_topic=a.info_topic,
+        output_topic=a.output_topic, output_type=a.output_type, gt_topic=a.gt_topic,
+        prebuffer=a.prebuffer, rates_hz=a.rates, duration_s=a.duration, repeats=a.repeats,
+        peak=not a.no_peak, peak_lo_hz=a.peak_lo, peak_hi_hz=a.peak_hi,
+        peak_steps=a.peak_steps, warmup_frames=a.warmup, accuracy=not a.no_accuracy)
+    run_benchmark(cfg)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

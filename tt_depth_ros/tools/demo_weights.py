@@ -1,0 +1,93 @@
+"""Weights for the demo and benchmark: real ones when they can be had, else rule-v1 random ones.
+
+Real weights come only from `engines.weights.resolve_weights` (explicit path, HF cache, pinned
+download). When none can be had (an offline machine), the pipeline still runs end to end with the
+golden "rule-v1" synthetic weights (models/weight_rule.py) on the *tiny* DA3 config: the full-size
+network with random weights would take seconds per frame on a CPU and show nothing more. Such
+runs are labelled RANDOM-WEIGHTS everywhere (logs, file names, reports) — their depth is noise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+RANDOM_TAG = 'RANDOM-WEIGHTS'
+
+
+@dataclass(frozen=True)
+class WeightsChoice:
+    """What the node will load: model name, weights file, and whether they are real."""
+
+    model: str
+    path: Path
+    real: bool
+    source: str        # 'explicit' | 'hub' | 'rule-v1'
+    note: str = ''
+
+    @property
+    def tag(self) -> str:
+        """'' for real weights, else '_RANDOM-WEIGHTS' (appended to every output name)."""
+        return '' if self.real else f'_{RANDOM_TAG}'
+
+
+def write_rule_v1_checkpoint(model: str, path: str | Path) -> Path:
+    """Write a rule-v1 safetensors checkpoint with the real key layout of a DA3 model.
+
+    Args:
+        model: a DA3 registry name ('da3metric-tiny', 'da3metric-large', ...).
+        path: output .safetensors file.
+    """
+    import numpy as np
+    import torch
+    from safetensors.numpy import save_file
+
+    from tt_depth_ros.models.da3.config import CONFIGS
+    from tt_depth_ros.models.da3.model import DA3Model
+    from tt_depth_ros.models.weight_rule import rule_v1_state_dict
+
+    if model not in CONFIGS:
+        raise ValueError(f'rule-v1 checkpoints are made for DA3 models {sorted(CONFIGS)}, '
+                         f'got {model!r}')
+    with torch.device('meta'):
+        net = DA3Model(CONFIGS[model])
+    shapes = {'model.' + k: tuple(v.shape) for k, v in net.state_dict().items()}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: np.ascontiguousarray(v) for k, v in rule_v1_state_dict(shapes).items()},
+              str(path))
+    return path
+
+
+def choose_weights(explicit: str | None, cache_dir: str | Path, *,
+                   full_model: str = 'da3metric-large', tiny_model: str = 'da3metric-tiny',
+                   offline: bool | None = None, log=print) -> WeightsChoice:
+    """Real full-size weights if they resolve, else a rule-v1 tiny checkpoint in `cache_dir`.
+
+    Args:
+        explicit: a weights file chosen by the user (WEIGHTS=...): used as is, must exist.
+        cache_dir: where to write the rule-v1 checkpoint.
+        full_model: model the real weights are for.
+        tiny_model: model used with random weights.
+        offline: passed to resolve_weights (None: honour HF_HUB_OFFLINE).
+        log: callable(str) for what was chosen and why.
+    """
+    from tt_depth_ros.engines.weights import WeightsUnavailableError, resolve_weights
+
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise FileNotFoundError(f'WEIGHTS={explicit} is not a file; point it at the '
+                                    f'{full_model} safetensors checkpoint or unset it')
+        return WeightsChoice(full_model, p, True, 'explicit')
+    try:
+        p = resolve_weights(full_model, None, None, offline)
+        return WeightsChoice(full_model, Path(p), True, 'hub')
+    except (WeightsUnavailableError, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    path = Path(cache_dir) / f'{tiny_model}_rule-v1.safetensors'
+    if not path.is_file():
+        write_rule_v1_checkpoint(tiny_model, path)
+    log(f'*** {RANDOM_TAG}: real {full_model} weights unavailable ({reason}). Running the '
+        f'{tiny_model} network with rule-v1 RANDOM weights: the pipeline runs end to end, the '
+        f'depth values are meaningless. Set WEIGHTS=/path/to/model.safetensors for real output.')
+    return WeightsChoice(tiny_model, path, False, 'rule-v1', note=reason)
