@@ -1,0 +1,91 @@
+"""Benchmark statistics, peak search, report writing and plots on synthetic, known data."""
+import json
+import math
+
+import pytest
+
+from tt_depth_ros.tools import bench_plots, bench_report
+from tt_depth_ros.tools import bench_stats as st
+
+MS = 1_000_000
+
+
+def _run(n=20, period_ms=100, lat_ms=lambda i: 10 + i, drop=(), extra=()):
+    sent = {1000 + i: i * period_ms * MS for i in range(n)}
+    recv = {s: t + int(lat_ms(i) * MS) for i, (s, t) in enumerate(sent.items()) if i not in drop}
+    recv.update({s: 5 * MS for s in extra})
+    return sent, recv
+
+
+def test_basic_metrics_known_values():
+    sent, recv = _run(drop={3, 7})
+    m = st.basic_metrics(sent, recv)
+    lat = [10 + i for i in range(20) if i not in (3, 7)]
+    assert m[st.NUM_FRAMES_SENT] == 20 and m[st.NUM_MISSED_FRAMES] == 2
+    assert m['drop_fraction'] == pytest.approx(0.1) and m['num_unmatched_outputs'] == 0
+    assert m[st.MIN_LATENCY] == pytest.approx(10) and m[st.MAX_LATENCY] == pytest.approx(29)
+    assert m[st.MEAN_LATENCY] == pytest.approx(sum(lat) / len(lat))
+    assert m['latency_p50_ms'] == pytest.approx(sorted(lat)[len(lat) // 2 - 1] / 2
+                                                 + sorted(lat)[len(lat) // 2] / 2)
+    assert m[st.FIRST_INPUT_LATENCY] == pytest.approx(10)
+    assert m[st.LAST_INPUT_LATENCY] == pytest.approx(29)
+    assert m[st.MEAN_PLAYBACK_FRAME_RATE] == pytest.approx(20 / 1.9)   # ros2_benchmark formula
+    assert set(st.BASIC_KEYS) <= set(m) and set(st.EXTRA_KEYS) <= set(m)
+
+
+def test_unmatched_outputs_are_reported():
+    sent, recv = _run(extra=(1, 2))
+    m = st.basic_metrics(sent, recv)
+    assert m['num_unmatched_outputs'] == 2 and m['num_matched'] == 20
+    pairs, unmatched = st.match_latencies(sent, recv)
+    assert unmatched == [1, 2] and [p[0] for p in pairs] == list(sent)
+
+
+def test_jitter_of_a_regular_stream_is_zero():
+    m = st.basic_metrics(*_run(lat_ms=lambda i: 10))
+    assert m[st.MAX_JITTER] == pytest.approx(0, abs=1e-6)
+    assert m[st.MEAN_FRAME_RATE] == pytest.approx(20 / 1.9)
+
+
+def test_conclude_drops_best_and_worst_with_three_or_more():
+    runs = [{st.MEAN_LATENCY: v, st.MAX_LATENCY: v, st.MIN_LATENCY: v} for v in (1, 2, 3, 10)]
+    c = st.conclude(runs)
+    assert c[st.MEAN_LATENCY] == pytest.approx(2.5)
+    assert c[st.MAX_LATENCY] == 3 and c[st.MIN_LATENCY] == 2
+    assert st.conclude([{st.MEAN_LATENCY: 4.0}])[st.MEAN_LATENCY] == 4.0
+
+
+@pytest.mark.parametrize('true_peak', [0.5, 7.3, 18.0, 40.0])
+def test_peak_search_brackets_the_true_peak(true_peak):
+    res = st.peak_search(lambda r: r <= true_peak, 1.0, 30.0, max_steps=8, window_hz=0.5)
+    assert len(res['steps']) <= 8
+    if true_peak < 1.0:
+        assert res['peak_rate_hz'] is None
+    elif true_peak >= 30.0:
+        assert res['peak_rate_hz'] == 30.0
+    else:
+        lo, hi = res['bracket_hz']
+        assert lo <= true_peak < hi and hi - lo <= 0.5 and res['peak_rate_hz'] == lo
+    with pytest.raises(ValueError):
+        st.peak_search(lambda r: True, 5.0, 1.0)
+
+
+def test_accepted_uses_five_percent():
+    assert st.accepted({st.NUM_FRAMES_SENT: 100, 'drop_fraction': 0.05})
+    assert not st.accepted({st.NUM_FRAMES_SENT: 100, 'drop_fraction': 0.06})
+
+
+def test_report_json_is_strict_and_plots_are_pngs(tmp_path):
+    path = bench_report.write_json({'a': math.nan, 'b': [math.inf, 1.0], 'c': {'d': (1, 2)}},
+                                   tmp_path / 'r.json')
+    assert json.loads(path.read_text()) == {'a': None, 'b': [None, 1.0], 'c': {'d': [1, 2]}}
+    runs = [{'label': '5 Hz', 't_s': [0.0, 0.2, 0.4], 'latency_ms': [10.0, 12.0, 11.0]}]
+    for fn, name in ((bench_plots.plot_latency, 'lat.png'), (bench_plots.plot_histogram,
+                                                            'hist.png')):
+        p = fn(runs, tmp_path / name)
+        assert p.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    p = bench_plots.plot_resources({'t_s': [0, 1], 'node_cpu_percent': [50, 80],
+                                    'node_rss_mb': [300, 310]}, tmp_path / 'res.png')
+    assert p.stat().st_size > 1000
+    hw, sw = bench_report.hardware_info(), bench_report.software_info()
+    assert hw['logical_cores'] >= 1 and sw['numpy']
