@@ -15,7 +15,6 @@ import time
 import numpy as np
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
 from tt_depth_ros.geometry.colorize import colorize_depth
 from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
 from tt_depth_ros.geometry.metric_depth import (
@@ -105,7 +104,13 @@ class DepthNode(PerceptionLifecycleNode):
         return self._net_cache[key]
 
     def expected_shapes(self) -> list[tuple[int, int]]:
-        """Network shape for expected_width x expected_height, if given."""
+        """Network shape for expected_width x expected_height, if given.
+
+        Also refuses relative-depth models: REP 118 depth must be metric.
+        """
+        if self.engine.info.details.get('is_metric') is False:
+            raise ValueError(f'model {self.p["model"]!r} predicts relative depth; the depth node '
+                             'publishes REP 118 metres only - use a metric model')
         self._net_cache.clear()
         w, h = self.p['expected_width'], self.p['expected_height']
         return [self.net_hw(w, h)] if w and h else []
@@ -127,29 +132,6 @@ class DepthNode(PerceptionLifecycleNode):
         if self.precheck_image(msg, 'image'):
             self.offer(msg)
 
-    def intrinsics(self, width: int, height: int, net_hw: tuple[int, int]):
-        """(K at image size, Tx) from the latest CameraInfo, or the default focal; None = skip."""
-        entry = self.camera_infos.get('camera')
-        if entry is None:
-            if self.p['camera_info_mode'] == 'wait':
-                self.reject('no_camera_info', 'no CameraInfo received yet on camera_info '
-                            "(camera_info_mode='wait'); frame skipped")
-                return None
-            self.get_logger().warning('no CameraInfo: using the default focal; metric scale is '
-                                      'unreliable (camera_info_mode=default_focal)', once=True)
-            K_net = default_intrinsics(net_hw[1], net_hw[0])
-            return scale_intrinsics(K_net, (net_hw[1], net_hw[0]), (width, height)), 0.0
-        _, geom = entry
-        if isinstance(geom, Exception):
-            self.reject('camera_info_invalid', f'latest CameraInfo is unusable: {geom}')
-            return None
-        try:
-            K, _ = fit_to_image(geom, width, height)
-        except CameraModelError as exc:
-            self.reject('camera_info_size', str(exc))
-            return None
-        return K, geom.Tx * K[0, 0] / geom.K[0, 0]
-
     def process(self, msg) -> None:
         """Worker: one frame from message to published depth, CameraInfo and cloud."""
         t = [time.perf_counter()]
@@ -162,14 +144,16 @@ class DepthNode(PerceptionLifecycleNode):
         except ValueError as exc:
             self.reject('size', str(exc))
             return
-        found = self.intrinsics(width, height, net)
+        found = self.camera_K('camera', width, height)
         if found is None:
             return
         K_img, tx = found
+        if K_img is None:   # default_focal mode: DA3's assumed focal at network resolution
+            K_img = scale_intrinsics(default_intrinsics(net[1], net[0]), (net[1], net[0]),
+                                     (width, height))
         t.append(time.perf_counter())
         self.ensure_prepared(net)
-        fixed = bool(self.p['network_height'])
-        img_net = resize_to_network(rgb, net, None if fixed else self.p['process_res'])
+        img_net = resize_to_network(rgb, net, self.p['process_res'])
         t.append(time.perf_counter())
         out = self.engine.infer(img_net)
         t.append(time.perf_counter())

@@ -27,6 +27,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.weights import WeightsUnavailableError
+from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
 from tt_depth_ros.ros.camera_info import CameraInfoError, camera_geometry
 from tt_depth_ros.ros.diagnostics import NodeStats, diagnostic_array
 from tt_depth_ros.ros.image_codec import (
@@ -323,6 +324,36 @@ class PerceptionLifecycleNode(LifecycleNode):
                                                                            topic))
         self._subs.append(sub)
         return sub
+
+    def camera_K(self, key: str, width: int, height: int):
+        """Intrinsics for a width x height frame from the latest CameraInfo cached under `key`.
+
+        Returns:
+            None when the frame must be skipped (already reported: no CameraInfo in 'wait' mode,
+            invalid CameraInfo, incompatible size); else (K, tx) with K the 3x3 intrinsics at the
+            image size and tx = P[0,3] scaled alike — or (None, 0.0) in 'default_focal' mode
+            without CameraInfo (the caller applies its model's default focal; warned once).
+        """
+        entry = self.camera_infos.get(key)
+        if entry is None:
+            if self.p['camera_info_mode'] == 'wait':
+                self.reject('no_camera_info', f'no CameraInfo received yet for {key} '
+                            "(camera_info_mode='wait'); frame skipped")
+                return None
+            self.get_logger().warning(f'no CameraInfo for {key}: using the default focal; the '
+                                      'metric scale is unreliable (camera_info_mode='
+                                      'default_focal)', once=True)
+            return None, 0.0
+        _, geom = entry
+        if isinstance(geom, Exception):
+            self.reject('camera_info_invalid', f'{key}: latest CameraInfo is unusable: {geom}')
+            return None
+        try:
+            K, _ = fit_to_image(geom, width, height)
+        except CameraModelError as exc:
+            self.reject('camera_info_size', f'{key}: {exc}')
+            return None
+        return K, geom.Tx * K[0, 0] / geom.K[0, 0]
 
     def precheck_image(self, msg, key: str) -> bool:
         """Cheap executor-side checks (size, encoding, stamp order); False = rejected."""
