@@ -14,7 +14,8 @@ from sensor_msgs.msg import Image
 DEPTH_ENCODINGS = ('32FC1', '16UC1')
 
 
-def _fill(msg: Image, arr: np.ndarray) -> Image:
+def fill_image_data(msg: Image, arr: np.ndarray) -> Image:
+    """Copy a numpy array into msg.data with one memcpy; sets is_bigendian; returns msg."""
     arr = np.ascontiguousarray(arr)
     buf = array.array('B')
     buf.frombytes(memoryview(arr).cast('B'))
@@ -52,7 +53,7 @@ def depth_image_msg(depth: np.ndarray, header, encoding: str = '32FC1') -> Image
         data = depth_to_millimetres(depth)
     msg = Image(header=header, height=int(depth.shape[0]), width=int(depth.shape[1]),
                 encoding=encoding, step=int(depth.shape[1] * data.itemsize))
-    return _fill(msg, data)
+    return fill_image_data(msg, data)
 
 
 def rgb_image_msg(rgb: np.ndarray, header) -> Image:
@@ -61,7 +62,7 @@ def rgb_image_msg(rgb: np.ndarray, header) -> Image:
         raise ValueError(f'rgb must be (H, W, 3) uint8, got {rgb.shape} {rgb.dtype}')
     msg = Image(header=header, height=int(rgb.shape[0]), width=int(rgb.shape[1]),
                 encoding='rgb8', step=int(rgb.shape[1] * 3))
-    return _fill(msg, rgb)
+    return fill_image_data(msg, rgb)
 
 
 def image_msg_to_depth(msg: Image) -> np.ndarray:
