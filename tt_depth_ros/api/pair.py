@@ -185,20 +185,23 @@ class Dust3rPredictor:
         reproj_px: PnP RANSAC threshold in network pixels (5).
         iterations: RANSAC iterations (100).
         pnp_confidence: RANSAC confidence (0.99).
+        min_inliers: fewer RANSAC inliers is a failed pose (geometry.pnp default 12).
+        min_inlier_ratio: a smaller inlier fraction is a failed pose (default 0.1).
         logger: anything with `.info`/`.warning`.
     """
 
     def __init__(self, engine: Engine, *, mode: str = 'crop', size: int = 512,
                  pad_value: int = 0, conf_threshold: float = 3.0, reproj_px: float = 5.0,
-                 iterations: int = 100, pnp_confidence: float = 0.99,
-                 logger: Optional[Any] = None) -> None:
+                 iterations: int = 100, pnp_confidence: float = 0.99, min_inliers: int = 12,
+                 min_inlier_ratio: float = 0.1, logger: Optional[Any] = None) -> None:
         network_size(640, 480, size, mode, pad_value)  # validates the options
         if getattr(engine, 'num_views', 2) != 2:
             raise ValueError('Dust3rPredictor needs a two-view (DUSt3R) engine')
         self.engine = engine
         self.mode, self.size, self.pad_value = mode, int(size), int(pad_value)
         self.pnp = dict(conf_threshold=float(conf_threshold), reproj_px=float(reproj_px),
-                        iterations=int(iterations), confidence=float(pnp_confidence))
+                        iterations=int(iterations), confidence=float(pnp_confidence),
+                        min_inliers=int(min_inliers), min_inlier_ratio=float(min_inlier_ratio))
         self._log = logger if logger is not None else _log
 
     @classmethod
