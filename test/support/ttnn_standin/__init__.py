@@ -81,6 +81,7 @@ from .types import (
     SDPAProgramConfig,
     Shape,
     TensorMemoryLayout,
+    TileReshapeMapMode,
     UnaryOpType,
     UnaryWithParam,
     WormholeComputeKernelConfig,

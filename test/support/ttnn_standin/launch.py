@@ -42,7 +42,7 @@ def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None) ->
     if dev._capturing is not None:
         specs = fn([t._data.to('meta') for t in inputs])
         outs = [Tensor(torch.full(tuple(d.shape), math.nan), shape, dtype, layout,
-                       device=dev, memory_config=mc) for d, shape, dtype, layout in specs]
+                       device=dev, memory_config=mc) for d, shape, dtype, layout, *_ in specs]
         for o, s in zip(outs, specs):
             o._pad_defined = s[4] if len(s) > 4 else True
         dev._capturing.records.append(

@@ -22,7 +22,8 @@ def quantize_bfp8(x: torch.Tensor) -> torch.Tensor:
 
     Every 16 consecutive values along the last dim (one 16-wide face row; rows of a 32x32 tile
     hold two) share the exponent e = floor(log2(max |x|)); each value keeps a sign and a 7-bit
-    magnitude m = RNE(|x| / 2**(e - 6)) clipped to 127 (the exponent is not bumped on overflow).
+    magnitude m = RNE(|x| / 2**(e - 6)) clipped to 127 (the exponent is not bumped on overflow);
+    a value whose magnitude rounds to 0 reads back as +0 (sign dropped), as in the real package.
     """
     if x.shape[-1] % BFP_GROUP:
         raise ValueError(f'bfloat8_b needs a last dim padded to {BFP_GROUP}, got {tuple(x.shape)}')
@@ -33,7 +34,7 @@ def quantize_bfp8(x: torch.Tensor) -> torch.Tensor:
     step = torch.exp2(e - 6)
     mag = torch.clamp(torch.round(g.abs() / step), max=127.0)   # torch.round: ties to even
     q = torch.sign(g) * mag * step
-    q = torch.where(amax > 0, q, torch.zeros_like(q))
+    q = torch.where((amax > 0) & (mag > 0), q, torch.zeros_like(q))   # a zero magnitude is +0
     return q.reshape(x.shape)
 
 

@@ -16,14 +16,30 @@ from .tensor import Tensor
 from .types import DataType, Layout, UnaryOpType
 
 
+def _quantize_conv_weight(w: torch.Tensor, dtype, transposed: bool) -> torch.Tensor:
+    """Quantise conv weights as prepared: a tiled [kh*kw*Cin, Cout] matrix.
+
+    Block-float groups run along Cout; the OIHW/IOHW values are returned.
+    """
+    o_ax, i_ax = (1, 0) if transposed else (0, 1)
+    mat = w.permute(2, 3, i_ax, o_ax).reshape(-1, w.shape[o_ax])
+    q = numerics.unpad(numerics.quantize(numerics.pad_to_tiles(mat, 0.0), dtype),
+                       tuple(mat.shape))
+    kh, kw = w.shape[2], w.shape[3]
+    q = q.reshape(kh, kw, w.shape[i_ax], w.shape[o_ax])
+    return q.permute(3, 2, 0, 1) if not transposed else q.permute(2, 3, 0, 1)
+
+
 def _prepare(weight, bias, device, geometry, wdtype):
     device._check_host_io('conv weight preparation (host weights passed to conv)')
-    w = Tensor(numerics.quantize(weight._data, wdtype), weight.shape, wdtype, Layout.ROW_MAJOR,
-               device=device)
+    transposed = geometry[0] == 'conv_transpose2d'
+    w = Tensor(_quantize_conv_weight(weight._data, wdtype, transposed).contiguous(),
+               weight.shape, wdtype, Layout.ROW_MAJOR, device=device)
     w._conv_geometry = geometry
     b = None
     if bias is not None:
-        b = Tensor(numerics.quantize(bias._data, wdtype), bias.shape, wdtype, Layout.ROW_MAJOR,
+        bdt = DataType.BFLOAT16 if wdtype == DataType.BFLOAT8_B else wdtype
+        b = Tensor(numerics.quantize(bias._data, bdt), bias.shape, bdt, Layout.ROW_MAJOR,
                    device=device)
         b._conv_geometry = geometry
     return w, b

@@ -14,7 +14,7 @@ import torch
 from . import numerics
 from .launch import launch
 from .tensor import Tensor, logical_values, make_tensor
-from .types import DRAM_MEMORY_CONFIG, DataType, Layout, Shape
+from .types import DRAM_MEMORY_CONFIG, DataType, Layout, Shape, TileReshapeMapMode
 
 _TORCH_TO_TT = {torch.float32: DataType.FLOAT32, torch.bfloat16: DataType.BFLOAT16,
                 torch.uint8: DataType.UINT8, torch.int32: DataType.INT32}
@@ -130,7 +130,8 @@ def typecast(input_tensor, dtype, *, memory_config=None, output_tensor=None,
     return launch('typecast', [input_tensor], (str(dtype),), fn, memory_config=memory_config)[0]
 
 
-def reshape(input_tensor, shape, *, memory_config=None, pad_value=None, reshape_tile_mode=None,
+def reshape(input_tensor, shape, *, memory_config=None, pad_value=None,
+            reshape_tile_mode=TileReshapeMapMode.CACHE,
             sub_core_grids=None, skip_padding_fill=False):
     old = tuple(input_tensor.shape)
     new = tuple(int(s) for s in shape)
@@ -188,7 +189,8 @@ def slice(input_tensor, slice_start, slice_end, slice_step=None, *, memory_confi
         vals = numerics.unpad(d[0], old)[idx].contiguous()
         data, defined = _relayout(vals, old, new, layout, pad_value, False)
         return [(data, new, input_tensor.dtype, layout, defined)]
-    return launch('slice', [input_tensor], (idx, pad_value), fn, memory_config=memory_config)[0]
+    return launch('slice', [input_tensor], (repr(idx), pad_value), fn,
+                  memory_config=memory_config)[0]
 
 
 builtins_slice = __builtins__['slice'] if isinstance(__builtins__, dict) else __builtins__.slice

@@ -223,7 +223,7 @@ def _binary(name, f, a, b, dtype, memory_config):
     return launch(name, tensors, (str(out_dtype), scalar), fn, memory_config=memory_config)[0]
 
 
-def add(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=False, dtype=None,
+def add(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=True, dtype=None,
         memory_config=None, output_tensor=None):
     return _binary('add', torch.add, input_tensor_a, input_tensor_b, dtype, memory_config)
 

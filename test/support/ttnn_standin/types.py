@@ -73,6 +73,11 @@ class UnaryOpType(_Enum):
     GELU = 1
 
 
+class TileReshapeMapMode(_Enum):
+    CACHE = 0
+    RECREATE = 1
+
+
 class GeluVariant(_Enum):
     Accurate = 0
     Approximate = 1
@@ -81,8 +86,11 @@ class GeluVariant(_Enum):
 class Shape(tuple):
     """Logical or padded tensor shape (a tuple that prints like ttnn.Shape)."""
 
-    def __new__(cls, dims):
-        return super().__new__(cls, (int(d) for d in dims))
+    def __new__(cls, shape):
+        return super().__new__(cls, (int(d) for d in shape))
+
+    def __init__(self, shape):  # values set by __new__; signature as ttnn.Shape(shape)
+        super().__init__()
 
     def __repr__(self) -> str:
         return f'Shape({list(self)})'

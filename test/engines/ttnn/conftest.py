@@ -1,0 +1,41 @@
+"""Fixtures for the ttnn engine tests: the CPU stand-in injected as `ttnn` (test only)."""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import support.ttnn_standin as standin
+from support.ttnn_standin import device as standin_device
+from support.weight_rule import rule_v1_state_dict
+
+DATA = Path(__file__).resolve().parents[2] / 'data'
+
+
+@pytest.fixture
+def ttnn(monkeypatch):
+    """The stand-in as sys.modules['ttnn']; ETH dispatch unpatched; devices closed afterwards."""
+    monkeypatch.setitem(sys.modules, 'ttnn', standin)
+    standin.set_eth_dispatch_patched(False)
+    yield standin
+    standin.set_eth_dispatch_patched(False)
+    standin_device._open_devices.clear()
+
+
+@pytest.fixture(scope='session')
+def da3_tiny_sd():
+    keys = json.loads((DATA / 'da3' / 'tiny_config.json').read_text())['keys']
+    sd = rule_v1_state_dict({k: tuple(s) for k, s in keys.items()})
+    return {k: torch.from_numpy(v) for k, v in sd.items()}
+
+
+def load_png(path: Path) -> np.ndarray:
+    return np.array(Image.open(path).convert('RGB'))
+
+
+def pcc(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
+                             np.asarray(b, np.float64).ravel())[0, 1])

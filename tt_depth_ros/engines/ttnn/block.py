@@ -1,0 +1,67 @@
+"""Pre-norm transformer block and MLP on device (torch `models/layers/block.py`, `mlp.py`).
+
+x += ls1 * proj(attn(LN1(x))); x += ls2 * fc2(GELU(fc1(LN2(x)))). LayerScale is folded into
+proj/fc2 at conversion; GELU (exact erf) is fused into fc1.
+"""
+from __future__ import annotations
+
+from tt_depth_ros.engines.ttnn.attention import TtAttention, self_attention_params
+from tt_depth_ros.engines.ttnn.common import TtLayerNorm, TtLinear, linear_params
+
+
+def mlp_params(sd, prefix: str, gamma=None) -> dict:
+    """`{prefix}fc1.*`, `{prefix}fc2.*` -> ttnn weights (LayerScale `gamma` folded into fc2)."""
+    return {'fc1': linear_params(sd[prefix + 'fc1.weight'], sd[prefix + 'fc1.bias']),
+            'fc2': linear_params(sd[prefix + 'fc2.weight'], sd[prefix + 'fc2.bias'], gamma)}
+
+
+class TtMlp:
+    def __init__(self, ctx, params: dict):
+        self.ctx = ctx
+        self.fc1 = TtLinear(ctx, *params['fc1'], activation='gelu')
+        self.fc2 = TtLinear(ctx, *params['fc2'])
+
+    def __call__(self, x):
+        h = self.fc1(x)
+        out = self.fc2(h)
+        self.ctx.ttnn.deallocate(h)
+        return out
+
+    def release(self) -> None:
+        self.fc1.release()
+        self.fc2.release()
+
+
+class TtBlock:
+    """One encoder block.
+
+    Args: sd (checkpoint), prefix ('...blocks.3.'), heads, eps, layer_scale (DINOv2: True).
+    """
+
+    def __init__(self, ctx, sd, prefix: str, heads: int, eps: float, layer_scale: bool):
+        self.ctx = ctx
+        g1 = sd[prefix + 'ls1.gamma'] if layer_scale else None
+        g2 = sd[prefix + 'ls2.gamma'] if layer_scale else None
+        self.norm1 = TtLayerNorm(ctx, sd[prefix + 'norm1.weight'], sd[prefix + 'norm1.bias'], eps)
+        self.attn = TtAttention(ctx, self_attention_params(sd, prefix + 'attn.', heads, g1))
+        self.norm2 = TtLayerNorm(ctx, sd[prefix + 'norm2.weight'], sd[prefix + 'norm2.bias'], eps)
+        self.mlp = TtMlp(ctx, mlp_params(sd, prefix + 'mlp.', g2))
+
+    def __call__(self, x, shape_state, rope=None):
+        ttnn = self.ctx.ttnn
+        h = self.norm1(x)
+        a = self.attn(h, shape_state, rope)
+        ttnn.deallocate(h)
+        x1 = ttnn.add(x, a)
+        ttnn.deallocate(a)
+        h = self.norm2(x1)
+        m = self.mlp(h)
+        ttnn.deallocate(h)
+        x2 = ttnn.add(x1, m)
+        ttnn.deallocate(x1)
+        ttnn.deallocate(m)
+        return x2
+
+    def release(self) -> None:
+        for m in (self.norm1, self.attn, self.norm2, self.mlp):
+            m.release()

@@ -1,0 +1,61 @@
+"""build_ttnn_engine: model name -> converted weights on an opened device -> TtnnEngine."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from tt_depth_ros.engines.ttnn.context import TtContext, load_ttnn, open_device, trace_region_size
+from tt_depth_ros.engines.ttnn.engine import TtnnEngine
+from tt_depth_ros.engines.ttnn.precision import parse_precision
+
+MAX_SHAPES = 2   # traces the trace region is sized for (a node uses one camera shape)
+
+
+def _family(model: str, config):
+    if model.startswith('da3'):
+        from tt_depth_ros.engines.ttnn.da3_model import TtDA3
+        from tt_depth_ros.models.da3.checkpoint import map_state_dict
+        from tt_depth_ros.models.da3.config import CONFIGS
+        return TtDA3, config or CONFIGS.get(model), map_state_dict
+    if model.startswith('dust3r'):
+        from tt_depth_ros.engines.ttnn.dust3r_model import TtDust3r
+        from tt_depth_ros.models.dust3r.checkpoint import map_state_dict
+        from tt_depth_ros.models.dust3r.config import CONFIGS
+        return TtDust3r, config or CONFIGS.get(model), map_state_dict
+    raise ValueError(f'ttnn backend: unknown model {model!r}')
+
+
+def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
+                      weights: Optional[str] = None, revision: Optional[str] = None,
+                      config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
+                      logger: Optional[Any] = None) -> TtnnEngine:
+    """Open the device, convert the weights and return an (unprepared) TtnnEngine.
+
+    Args:
+        model: 'da3metric-large', 'da3mono-large', 'dust3r-vitl-512-dpt' or a tiny test config.
+        device_id: Tenstorrent device index.
+        dtype: Precision preset (precision.PRESETS; None = 'bfloat16').
+        weights: Explicit weights file (else HF cache / pinned download).
+        revision: Hub revision for weight resolution.
+        config: Model config override (tests).
+        state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
+        logger: Anything with `.info(str)`.
+    """
+    net_cls, cfg, map_sd = _family(model, config)
+    if cfg is None:
+        raise ValueError(f'ttnn backend: no config for {model!r}')
+    precision = parse_precision(dtype)
+    if state_dict is None:
+        from tt_depth_ros.engines.weights import read_state_dict, resolve_weights
+        state_dict = read_state_dict(resolve_weights(model, weights, revision))
+    sd = map_sd(state_dict)
+    ttnn = load_ttnn()
+    device, mode, grid = open_device(ttnn, device_id,
+                                     trace_region_size(net_cls.ops_estimate(cfg), MAX_SHAPES),
+                                     logger)
+    ctx = TtContext(ttnn, device, grid, mode, precision)
+    try:
+        net = net_cls(ctx, sd, cfg)
+    except BaseException:
+        ttnn.close_device(device)
+        raise
+    return TtnnEngine(ctx, net, model_name=model, logger=logger)

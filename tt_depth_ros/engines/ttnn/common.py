@@ -1,0 +1,83 @@
+"""Small shared pieces of the ttnn modules: uploads and the linear layer (torch `nn.Linear`).
+
+Weight preprocessing is pure (torch in, torch out); uploads happen once at engine build.
+Engine code names the module `ttnn` so test/ttnn_conformance/ can audit every use.
+"""
+from __future__ import annotations
+
+import torch
+
+TILE = 32
+
+
+def pad_to(n: int, m: int = TILE) -> int:
+    """N rounded up to a multiple of m."""
+    return -(-n // m) * m
+
+
+def upload(ctx, t: torch.Tensor, dtype=None, layout=None):
+    """Host tensor -> device tensor (TILE, bf16 unless told)."""
+    ttnn = ctx.ttnn
+    return ttnn.from_torch(t.detach().to(torch.float32).contiguous(),
+                           dtype=ttnn.bfloat16 if dtype is None else dtype,
+                           layout=ttnn.TILE_LAYOUT if layout is None else layout,
+                           device=ctx.device, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+
+
+def linear_params(weight: torch.Tensor, bias: torch.Tensor | None,
+                  scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Torch Linear (out, in) -> ttnn [in, out] and (1, out).
+
+    `scale` folds a following per-channel multiply (LayerScale) into the columns:
+    (x W^T + b) * g = x (W^T g) + b g.
+    """
+    w = weight.detach().to(torch.float32).t().contiguous()
+    b = None if bias is None else bias.detach().to(torch.float32)[None].contiguous()
+    if scale is not None:
+        g = scale.detach().to(torch.float32)
+        w = w * g[None]
+        b = b * g[None] if b is not None else None
+    return w, b
+
+
+class TtLinear:
+    """y = x W^T + b on device, weights in the precision's dtype, HiFi4/fp32-acc by default."""
+
+    def __init__(self, ctx, w_t: torch.Tensor, b: torch.Tensor | None, activation=None):
+        self.ctx = ctx
+        self.weight = upload(ctx, w_t, ctx.precision.weights_dtype(ctx.ttnn))
+        self.bias = None if b is None else upload(ctx, b)
+        self.activation = activation
+
+    def __call__(self, x, program_config=None):
+        ttnn = self.ctx.ttnn
+        return ttnn.linear(x, self.weight, bias=self.bias, activation=self.activation,
+                           compute_kernel_config=self.ctx.matmul_config(),
+                           program_config=program_config, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+
+    def release(self) -> None:
+        ttnn = self.ctx.ttnn
+        for t in (self.weight, self.bias):
+            if t is not None:
+                ttnn.deallocate(t)
+        self.weight = self.bias = None
+
+
+class TtLayerNorm:
+    """LayerNorm with an explicit eps (ttnn defaults to 1e-12; spec/ttnn.md §5)."""
+
+    def __init__(self, ctx, weight: torch.Tensor, bias: torch.Tensor, eps: float):
+        self.ctx = ctx
+        self.eps = float(eps)
+        self.weight = upload(ctx, weight.detach()[None])
+        self.bias = upload(ctx, bias.detach()[None])
+
+    def __call__(self, x, residual=None):
+        ttnn = self.ctx.ttnn
+        return ttnn.layer_norm(x, epsilon=self.eps, weight=self.weight, bias=self.bias,
+                               residual_input_tensor=residual,
+                               compute_kernel_config=self.ctx.matmul_config())
+
+    def release(self) -> None:
+        self.ctx.ttnn.deallocate(self.weight)
+        self.ctx.ttnn.deallocate(self.bias)

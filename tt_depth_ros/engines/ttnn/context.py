@@ -1,0 +1,82 @@
+"""Device open/close and the per-engine context every `Tt*` module receives (spec/ttnn.md §2-§3).
+
+`ttnn` is imported only when an engine is built (importing this package has no side effects and
+works without tt-metal). Tests inject a CPU stand-in as `sys.modules['ttnn']`; nothing here knows.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Optional
+
+# conv2d / pooling with kernels > 1 allocate halo/config buffers from the L1_SMALL region, which
+# is 0 by default (conv then fails with an L1_SMALL OOM). 32 KiB is what the DUSt3R port used for
+# 3x3 convs of 256 channels at up to 8h x 8w; DA3's convs are the same widths.
+L1_SMALL_SIZE = 32 * 1024
+
+# Trace region: every captured op stores its dispatch commands and runtime args there. Measured
+# on Blackhole (spec/ttnn.md §2): ~950-1,066 ops fitted in 512 MiB and ~260 ops in ~90 MB, i.e.
+# <= ~0.5 MiB per op. We budget 0.5 MiB per op per traced shape, rounded up to 64 MiB.
+TRACE_BYTES_PER_OP = 512 * 1024
+
+
+def trace_region_size(ops_per_forward: int, max_shapes: int) -> int:
+    """Bytes to reserve for `max_shapes` traces of `ops_per_forward` ops each."""
+    need = ops_per_forward * max_shapes * TRACE_BYTES_PER_OP
+    step = 64 * 1024 * 1024
+    return -(-need // step) * step
+
+
+def load_ttnn():
+    """Import the ttnn package (tt-metal). ImportError names what to install."""
+    try:
+        return importlib.import_module('ttnn')
+    except ImportError as e:
+        raise ImportError('the ttnn backend needs the tt-metal Python package `ttnn` (0.81.1; '
+                          'cp310/cp312 wheels): pip install ttnn==0.81.1') from e
+
+
+@dataclass
+class TtContext:
+    """What every Tt module needs: the ttnn module, the open device, its grid and precision."""
+
+    ttnn: Any
+    device: Any
+    grid: tuple[int, int]          # compute_with_storage_grid_size (x, y)
+    dispatch: str                  # 'eth' or 'worker'
+    precision: Any                 # precision.Precision
+
+    def matmul_config(self):
+        return self.precision.kernel_config(self.ttnn)
+
+
+def open_device(ttnn, device_id: int, trace_bytes: int, logger: Optional[Any] = None):
+    """Open `device_id` with ETH dispatch (12x10 grid on a patched tt-metal), else stock dispatch.
+
+    Stock tt-metal / the 0.81.1 wheel cannot put dispatch on a p150's ETH cores (spec/ttnn.md §7;
+    patches/tt-metal-eth-dispatch.patch); then the open fails and we reopen with the default
+    (Tensix) dispatch, which costs one column (11x10). Both outcomes are logged, never silent.
+
+    Returns:
+        (device, 'eth' | 'worker', (grid_x, grid_y)).
+    """
+    try:
+        # Blackhole rejects (ETH, ROW): pass the type only (spec/ttnn.md §2).
+        eth = ttnn.DispatchCoreConfig(ttnn.DispatchCoreType.ETH)
+        device = ttnn.open_device(device_id=device_id, l1_small_size=L1_SMALL_SIZE,
+                                  trace_region_size=trace_bytes, dispatch_core_config=eth)
+        mode = 'eth'
+    except RuntimeError as e:
+        if logger is not None:
+            logger.info(f'ttnn: ETH dispatch unavailable ({str(e).splitlines()[0]}); using the '
+                        'default Tensix dispatch (one core column fewer). Apply '
+                        'patches/tt-metal-eth-dispatch.patch to tt-metal for the 12x10 grid.')
+        device = ttnn.open_device(device_id=device_id, l1_small_size=L1_SMALL_SIZE,
+                                  trace_region_size=trace_bytes,
+                                  dispatch_core_config=ttnn.DispatchCoreConfig())
+        mode = 'worker'
+    g = device.compute_with_storage_grid_size()
+    if logger is not None:
+        logger.info(f'ttnn: device {device_id} open, {mode} dispatch, compute grid {g.x}x{g.y}, '
+                    f'l1_small {L1_SMALL_SIZE} B, trace region {trace_bytes >> 20} MiB')
+    return device, mode, (g.x, g.y)

@@ -1,0 +1,62 @@
+"""conv2d / conv_transpose2d on device (torch nn.Conv2d / ConvTranspose2d), prepared per shape.
+
+ttnn re-prepares and re-uploads host weights on every conv call, which is host I/O and illegal in
+a trace capture (spec/ttnn.md §5): the warm-up call passes the host weights with
+`return_weights_and_bias=True` and keeps the returned device weights for that shape; warmed shapes
+(and the capture) then use those. 1x1 convs are plain linears (TtLinear) instead.
+"""
+from __future__ import annotations
+
+import torch
+
+
+class TtConv2d:
+    """A 2-D (transposed) convolution. Args: weight OIHW (IOHW if transposed), bias or None."""
+
+    def __init__(self, ctx, weight: torch.Tensor, bias, stride=1, padding=0,
+                 transposed: bool = False, relu: bool = False):
+        ttnn = ctx.ttnn
+        self.ctx = ctx
+        self.transposed = transposed
+        w = weight.detach().to(torch.float32).contiguous()
+        self.in_ch, self.out_ch = (w.shape[0], w.shape[1]) if transposed else (w.shape[1],
+                                                                                w.shape[0])
+        self.k = (int(w.shape[2]), int(w.shape[3]))
+        self.stride, self.padding = (stride, stride), (padding, padding)
+        self.host_w = ttnn.from_torch(w, dtype=ttnn.float32)                  # host, ROW_MAJOR
+        self.host_b = None if bias is None else ttnn.from_torch(
+            bias.detach().to(torch.float32).reshape(1, 1, 1, -1), dtype=ttnn.float32)
+        self.relu = relu
+        self.prepared: dict[tuple[int, int], tuple] = {}
+
+    def out_hw(self, h: int, w: int) -> tuple[int, int]:
+        (kh, kw), (sh, sw), (ph, pw) = self.k, self.stride, self.padding
+        if self.transposed:
+            return (h - 1) * sh - 2 * ph + kh, (w - 1) * sw - 2 * pw + kw
+        return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+
+    def __call__(self, x, hw: tuple[int, int]):
+        """X (1, 1, H*W, Cin) -> (1, 1, Ho*Wo, Cout)."""
+        ttnn = self.ctx.ttnn
+        cfg = ttnn.Conv2dConfig(
+            weights_dtype=self.ctx.precision.weights_dtype(ttnn),
+            activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU) if self.relu else None)
+        ready = self.prepared.get(hw)
+        w, b = ready if ready is not None else (self.host_w, self.host_b)
+        op = ttnn.conv_transpose2d if self.transposed else ttnn.conv2d
+        out, (w_dev, b_dev) = op(
+            input_tensor=x, weight_tensor=w, bias_tensor=b, device=self.ctx.device,
+            in_channels=self.in_ch, out_channels=self.out_ch, batch_size=1,
+            input_height=hw[0], input_width=hw[1], kernel_size=self.k, stride=self.stride,
+            padding=self.padding, dtype=ttnn.bfloat16, conv_config=cfg,
+            compute_config=self.ctx.matmul_config(), return_weights_and_bias=True)
+        if ready is None:
+            self.prepared[hw] = (w_dev, b_dev)
+        return out
+
+    def release(self) -> None:
+        for w, b in self.prepared.values():
+            self.ctx.ttnn.deallocate(w)
+            if b is not None:
+                self.ctx.ttnn.deallocate(b)
+        self.prepared.clear()

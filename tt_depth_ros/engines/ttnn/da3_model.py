@@ -1,0 +1,59 @@
+"""DA3 metric network on device: backbone + head, per-shape constants (torch `models/da3/model.py`).
+
+Output per frame: one (1, 1, H*W, 2) float32 tensor [raw depth = exp(logit), sky = relu(logit)],
+read back once and split into the torch engine's {'depth', 'sky'} (H, W) maps.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tt_depth_ros.engines.ttnn.da3_backbone import TtDA3Backbone
+from tt_depth_ros.engines.ttnn.da3_head import TtDA3Head
+from tt_depth_ros.engines.ttnn.shape_state import attention_state, release_attention_state
+
+
+class TtDA3:
+    """Builds from a checkpoint state dict whose keys are stripped of 'model.'."""
+
+    num_views = 1
+    patch = 14
+    prefix_tokens = 1
+
+    def __init__(self, ctx, sd, cfg):
+        self.ctx, self.cfg = ctx, cfg
+        self.backbone = TtDA3Backbone(ctx, sd, cfg)
+        self.head = TtDA3Head(ctx, sd, cfg)
+
+    @staticmethod
+    def ops_estimate(cfg) -> int:
+        """Device ops per forward (trace region sizing): ~26 per block, ~150 head ops."""
+        return 26 * (max(cfg.out_layers) + 1) + 160
+
+    def build_shape(self, sc) -> dict:
+        state = {'attn': attention_state(self.ctx, sc)}
+        state.update(self.backbone.shape_constants(sc))
+        state.update(self.head.shape_constants(sc))
+        return state
+
+    def forward(self, sc, state, inputs):
+        ttnn = self.ctx.ttnn
+        img = ttnn.to_layout(inputs[0], ttnn.TILE_LAYOUT, dtype=ttnn.bfloat16)
+        taps = self.backbone(img, sc, state)
+        ttnn.deallocate(img)
+        return self.head(taps, sc, state)
+
+    def unpack(self, out: np.ndarray, sc) -> dict[str, np.ndarray]:
+        maps = out.reshape(sc.height, sc.width, 2)
+        return {'depth': np.ascontiguousarray(maps[..., 0], dtype=np.float32),
+                'sky': np.ascontiguousarray(maps[..., 1], dtype=np.float32)}
+
+    def release_shape(self, state) -> None:
+        ttnn = self.ctx.ttnn
+        release_attention_state(self.ctx, state['attn'])
+        ttnn.deallocate(state['pos'])
+        ttnn.deallocate(state['tail'])
+        self.head.release_shape(state)
+
+    def release(self) -> None:
+        self.backbone.release()
+        self.head.release()
