@@ -4,13 +4,15 @@ Each case gives a throttled log line, a diagnostics count and a skipped frame, a
 frame is processed normally.
 """
 import array
+import os
+import signal
 import time
 
 import cv2
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
-from rosutil import KNOWN_ENGINE, RELIABLE, RosProbe, child_env, depth_node_cmd
+from rosutil import BEST_EFFORT, KNOWN_ENGINE, RELIABLE, RosProbe, child_env, depth_node_cmd
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header
 
@@ -144,6 +146,14 @@ def test_bad_raw_inputs(probe):
         assert proc.poll() is None
         d = h.diag()
         assert d['state'] == 'active' and int(d['errors']) == 0 and d['last_error']
+        # a best-effort camera against this reliable subscription: the node logs the mismatch
+        probe.publisher(Image, '/bad/image', BEST_EFFORT)
+        wait_for(lambda: 'incompatible QoS on subscription' in proc.log_text(), 15,
+                 what='incompatible-QoS log line')
+        # SIGTERM: clean shutdown (worker joined, engine closed) and exit code 0
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(20) == 0, proc.log_text()
+        assert 'terminate called' not in proc.log_text()
 
 
 def test_corrupt_compressed_input(probe):

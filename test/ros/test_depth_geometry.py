@@ -112,6 +112,45 @@ def test_geometry_exact_through_ros(probe):
                     break
             assert out and all(out.values()), f'case {i}: outputs missing\n{proc.log_text()}'
             _check_case(case, header, rgb, out)
+        _check_mm_and_preview(probe, img_pub, info_pub, proc)
+
+
+def _check_mm_and_preview(probe, img_pub, info_pub, proc):
+    """16UC1 millimetres (0 = invalid/sky) and the rgb8 turbo preview, same header and size."""
+    probe.subscribe(Image, f'{NS}/depth/colorized', RELIABLE)
+    for r in probe.set_params(NODE, {'depth_encoding': '16UC1', 'colorized_enable': True,
+                                     'output_resolution': 'network'}):
+        assert r.successful, r.reason
+    case = CASES[0]
+    header = Header(frame_id='mm_optical_frame')
+    header.stamp.sec = 200
+    wait_for(lambda: probe.node.count_subscribers(f'{NS}/depth/colorized') > 0, 10,
+             what='preview subscription')
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        info_pub.publish(_camera_info(case, header))
+        img_pub.publish(rgb_image_msg(np.zeros((case[1], case[0], 3), np.uint8), header))
+        time.sleep(0.3)
+        depth = [m for m in probe.got(f'{NS}/depth') if m.header.stamp.sec == 200]
+        prev = [m for m in probe.got(f'{NS}/depth/colorized') if m.header.stamp.sec == 200]
+        if depth and prev:
+            break
+    assert depth and prev, proc.log_text()
+    net_h, net_w = network_size(case[0], case[1], 504)
+    K_net = _expected_K_image(case)
+    scale = (K_net[0, 0] * net_w / case[0] + K_net[1, 1] * net_h / case[1]) / 2 / 300
+    v, u = np.mgrid[0:net_h, 0:net_w]
+    mm = np.rint((BASE + GX * u + GY * v) * scale * 1000).astype(np.uint16)
+    mm[:SKY_ROWS] = 0
+    d = depth[0]
+    assert (d.encoding, d.step, d.height, d.width) == ('16UC1', 2 * net_w, net_h, net_w)
+    got = np.frombuffer(d.data, '<u2').reshape(net_h, net_w)
+    assert np.abs(got.astype(int) - mm.astype(int)).max() <= 1     # float32 rounding at .5 mm
+    p = prev[0]
+    assert (p.encoding, p.height, p.width, p.header.frame_id) == \
+        ('rgb8', net_h, net_w, 'mm_optical_frame')
+    img = np.frombuffer(p.data, np.uint8).reshape(net_h, net_w, 3)
+    assert not img[:SKY_ROWS].any() and img[SKY_ROWS:].any()       # sky black, scene coloured
 
 
 def _check_case(case, header, rgb, out):

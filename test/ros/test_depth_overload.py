@@ -67,6 +67,13 @@ def test_overload_bounded_latency_drops_flat_memory():
             assert int(diag['received']) - accounted <= 2
             assert float(diag['latency_p95_ms']) < 40 * ENGINE_S * 1e3
             assert rss[FRAMES - 1] - rss[FRAMES // 3] < 30 * 2**20, rss
+            for key in ('input_rate_hz', 'output_rate_hz', 'latency_p50_ms', 'latency_max_ms',
+                        'stage_decode_ms', 'stage_resize_ms', 'stage_infer_ms',
+                        'stage_postprocess_ms', 'stage_publish_ms', 'last_error'):
+                assert key in diag, key
+            assert float(diag['input_rate_hz']) > float(diag['output_rate_hz']) > 0
+            assert (diag['backend'], diag['device'], diag['state']) == \
+                ('test-double', 'cpu', 'active')
             assert proc.poll() is None
     finally:
         probe.close()
