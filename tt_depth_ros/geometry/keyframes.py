@@ -21,13 +21,12 @@ from typing import Any
 import numpy as np
 
 from tt_depth_ros.geometry.scale import ScaleResult, median_ratio_scale
+from tt_depth_ros.geometry.se3 import angle_deg
 
 
 def rotation_angle_deg(R: np.ndarray) -> float:
-    """Angle of a rotation matrix, degrees (robust near 0 and 180)."""
-    c = (np.trace(R) - 1.0) / 2.0
-    s = np.linalg.norm([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]]) / 2.0
-    return float(np.degrees(np.arctan2(s, c)))
+    """Angle of a rotation matrix, degrees (geometry.se3.angle_deg)."""
+    return angle_deg(R)
 
 
 @dataclass(frozen=True)

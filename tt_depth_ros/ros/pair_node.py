@@ -27,72 +27,19 @@ from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
-from tt_depth_ros.geometry.scale import METRIC_SOURCES, SOURCES, ScaleResult
+from tt_depth_ros.geometry.scale import METRIC_SOURCES, ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
+from tt_depth_ros.ros.pair_params import DUST3R_MODELS, PAIR_PARAMS
 from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
 from tt_depth_ros.ros.pairing import ApproxTimePairer, stamp_to_ns
 from tt_depth_ros.ros.params import ParamSpec
 from tt_depth_ros.ros.perception_node import PerceptionLifecycleNode
 from tt_depth_ros.ros.pose_msgs import path_msg, pose_stamped_msg, tf_message
-
-DUST3R_MODELS = ('dust3r-vitl-512-dpt', 'dust3r-tiny')
-
-PAIR_PARAMS = (
-    ParamSpec('mode', 'stereo', "'stereo' (two cameras, paired by stamp) or 'temporal' (one "
-              'camera against keyframes).', choices=('stereo', 'temporal')),
-    ParamSpec('network_size', 512, 'Long side of the DUSt3R input (multiple of 16; 512 for the '
-              'released checkpoint).', int_range=(64, 2048)),
-    ParamSpec('preprocess_mode', 'crop', "'crop' (upstream centre crop) or 'pad' (letterbox).",
-              choices=('crop', 'pad')),
-    ParamSpec('expected_width', 0, 'Camera width to prepare the engine for at configure; 0 = '
-              'first frame.', int_range=(0, 16384)),
-    ParamSpec('expected_height', 0, 'Camera height to prepare at configure; 0 = first frame.',
-              int_range=(0, 16384)),
-    ParamSpec('pair_tolerance_s', 0.01, 'Stereo: largest stamp difference of one pair, seconds.',
-              float_range=(0.0, 10.0)),
-    ParamSpec('pair_queue_size', 5, 'Stereo: frames kept per camera while waiting for a partner.',
-              int_range=(1, 100)),
-    ParamSpec('conf_threshold', 3.0, 'DUSt3R confidence above which a pixel is used (upstream 3).',
-              float_range=(1.0, 1e6), runtime=True),
-    ParamSpec('pnp_reproj_px', 5.0, 'RANSAC inlier threshold, network pixels (upstream 5).',
-              float_range=(0.1, 100.0)),
-    ParamSpec('pnp_iterations', 100, 'RANSAC iterations (upstream 100).', int_range=(1, 100000)),
-    ParamSpec('pnp_min_inliers', 50, 'Fewer PnP inliers: no pose, no TF for that pair.',
-              int_range=(4, 1 << 24)),
-    ParamSpec('pnp_min_inlier_ratio', 0.1, 'Smaller inlier fraction: no pose, no TF.',
-              float_range=(0.0, 1.0)),
-    ParamSpec('scale_source', 'none', "'none' (DUSt3R units), 'baseline' (stereo: "
-              "baseline_m / |t|) or 'depth' (median ratio to metric_depth of the reference view).",
-              choices=SOURCES),
-    ParamSpec('baseline_m', 0.0, 'Stereo baseline in metres (scale_source=baseline).',
-              float_range=(0.0, 1e3)),
-    ParamSpec('metric_depth_wait_s', 0.5, "scale_source=depth: how long the worker waits for the "
-              'metric depth image with the reference stamp.', float_range=(0.0, 10.0)),
-    ParamSpec('publish_unscaled_depth', False, 'Without a metric scale, publish DUSt3R-unit depth '
-              "on 'depth_unscaled' (never on 'depth').", runtime=True),
-    ParamSpec('publish_depth2', False, "Stereo: also publish camera 2's depth on 'depth2'.",
-              runtime=True),
-    ParamSpec('publish_confidence', False, "Publish the DUSt3R confidence (32FC1, >= 1) on "
-              "'confidence'.", runtime=True),
-    ParamSpec('publish_tf', True, 'Publish the pose on /tf as well as on pose.', runtime=True),
-    ParamSpec('tf_parent_frame', '', "TF/pose parent; '' = camera 1's frame_id (stereo) or "
-              "'dust3r_odom' (temporal).", runtime=True),
-    ParamSpec('tf_child_frame', '', "TF child; '' = <camera frame_id>_dust3r (a new frame, so "
-              'no existing frame gets a second parent).', runtime=True),
-    ParamSpec('publish_path', False, "Temporal: publish the trajectory on 'path'.", runtime=True),
-    ParamSpec('path_max_poses', 1000, 'Longest published path (oldest poses dropped).',
-              int_range=(1, 1000000), runtime=True),
-    ParamSpec('keyframe_every_n', 10, 'Temporal: new keyframe after this many frames (0 = off).',
-              int_range=(0, 1000000)),
-    ParamSpec('keyframe_max_rotation_deg', 15.0, 'Temporal: new keyframe beyond this rotation.',
-              float_range=(0.0, 180.0)),
-    ParamSpec('keyframe_max_translation', 0.0, 'Temporal: new keyframe beyond this translation '
-              '(trajectory units; 0 = off).', float_range=(0.0, 1e6)),
-)
+from tt_depth_ros.ros.stamp_cache import StampedCache
 
 
 class PairNode(PerceptionLifecycleNode):
@@ -106,8 +53,7 @@ class PairNode(PerceptionLifecycleNode):
         self.pairer: ApproxTimePairer | None = None
         self.chain: KeyframeChain | None = None
         self._out: dict = {}
-        self._metric: dict[int, np.ndarray] = {}
-        self._metric_cond = threading.Condition()
+        self._metric = StampedCache(30)
         self._info_lock = threading.Lock()
         self._pair_times: deque = deque(maxlen=256)
         self._info: dict = {}
@@ -186,6 +132,7 @@ class PairNode(PerceptionLifecycleNode):
             self.chain.reset()
             self.subscribe_camera_info('camera_info', 'camera')
             self.subscribe_image('image', self._on_temporal)
+        self._metric.clear()
         if self.p['scale_source'] == 'depth':
             self._subs.append(self.create_subscription(Image, 'metric_depth', self._on_metric,
                                                        self.input_qos()))
@@ -211,22 +158,14 @@ class PairNode(PerceptionLifecycleNode):
         except ValueError as exc:
             self.reject('metric_depth', f'metric_depth: {exc}')
             return
-        with self._metric_cond:
-            self._metric[stamp_to_ns(msg.header.stamp)] = depth
-            while len(self._metric) > 30:
-                self._metric.pop(next(iter(self._metric)))
-            self._metric_cond.notify_all()
+        self._metric.put(stamp_to_ns(msg.header.stamp), depth)
 
     # ---- worker side ----------------------------------------------------------------------
     def _metric_for(self, stamp_ns: int, wait: bool = True) -> np.ndarray | None:
         """Metric depth image with exactly this stamp (waits up to metric_depth_wait_s)."""
         if self.p['scale_source'] != 'depth':
             return None
-        with self._metric_cond:
-            if wait:
-                self._metric_cond.wait_for(lambda: stamp_ns in self._metric,
-                                           self.p['metric_depth_wait_s'])
-            return self._metric.get(stamp_ns)
+        return self._metric.get(stamp_ns, self.p['metric_depth_wait_s'] if wait else 0.0)
 
     def _intrinsics(self, key: str, width: int, height: int):
         """(ok, K or None): K at image size from the latest CameraInfo of `key`."""
@@ -327,8 +266,9 @@ class PairNode(PerceptionLifecycleNode):
             T[:3, 3] *= s
             child = self.p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
             self._publish_pose(T, m1.header.stamp, parent, child)
-        xyz, rgb = result.fused_points(s)
-        self._out['points'].publish(pointcloud2_msg(xyz[None], rgb[None], m1.header))
+        if self._out['points'].get_subscription_count() > 0:
+            xyz, rgb = result.fused_points(s)
+            self._out['points'].publish(pointcloud2_msg(xyz[None], rgb[None], m1.header))
         K1 = result.K1_net if result.K1_net is not None else result.K2_net
         self._publish_depth('depth', result.depth1(s), K1, m1.header, scale)
         if pose_ok and self.p['publish_depth2']:
@@ -371,8 +311,9 @@ class PairNode(PerceptionLifecycleNode):
                               last_keyframe_reason=step.promoted or self._info.get(
                                   'last_keyframe_reason', ''))
         self._publish_pose(step.T_odom_frame, msg.header.stamp, parent, child, trajectory=True)
-        xyz, colors = result.fused_points(scale.value, invert_T(step.T_key_frame))
-        self._out['points'].publish(pointcloud2_msg(xyz[None], colors[None], msg.header))
+        if self._out['points'].get_subscription_count() > 0:   # cloud in the current camera
+            xyz, colors = result.fused_points(scale.value, invert_T(step.T_key_frame))
+            self._out['points'].publish(pointcloud2_msg(xyz[None], colors[None], msg.header))
         self._publish_depth('depth', result.depth2(scale.value), result.K2_net, msg.header, scale)
         if self.p['publish_confidence']:
             self._out['confidence'].publish(depth_image_msg(result.conf2, msg.header))

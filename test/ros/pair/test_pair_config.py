@@ -4,7 +4,8 @@ from pathlib import Path
 
 import yaml
 
-from tt_depth_ros.ros.pair_node import PAIR_PARAMS, PairNode
+from tt_depth_ros.ros.pair_node import PairNode
+from tt_depth_ros.ros.pair_params import PAIR_PARAMS
 from tt_depth_ros.ros.perception_node import COMMON_PARAMS
 
 ROOT = Path(__file__).resolve().parents[3]
