@@ -37,9 +37,11 @@ def cloud_from_struct(points: np.ndarray, header) -> PointCloud2:
     step = points.dtype.itemsize
     buf = array.array('B')
     buf.frombytes(memoryview(np.ascontiguousarray(points)).cast('B'))
-    fields = _fields(points.dtype == XYZRGB_DTYPE)
-    return PointCloud2(header=header, height=h, width=w, fields=fields, is_bigendian=False,
-                       point_step=step, row_step=w * step, data=buf, is_dense=False)
+    msg = PointCloud2(header=header, height=h, width=w,
+                      fields=_fields(points.dtype == XYZRGB_DTYPE), is_bigendian=False,
+                      point_step=step, row_step=w * step, is_dense=False)
+    msg.data = buf   # assigned after construction: the constructor's data path is ~15x slower
+    return msg
 
 
 def pointcloud2_msg(xyz: np.ndarray, rgb: np.ndarray | None, header) -> PointCloud2:

@@ -1,0 +1,69 @@
+"""Host overhead of the depth node per frame (everything but the network), printed, not asserted.
+
+Target (DESIGN.md §4): <= 5 ms depth + cloud, <= 2 ms depth only, for a 640x480 frame. Runs the
+node's real per-frame code in-process with the known-depth engine double (no sleep) and reports
+the median stage times from the node's own statistics; the engine's forward time is subtracted.
+
+    .venv/bin/python benchmarks/bench_depth_host_overhead.py [frames]
+"""
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / 'test' / 'ros' / 'nodes')]
+
+from tt_depth_ros.ros.loopback import apply_loopback_env  # noqa: E402
+
+apply_loopback_env()
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import PointCloud2  # noqa: E402
+from std_msgs.msg import Header  # noqa: E402
+
+from tt_depth_ros.ros.camera_info import camera_geometry, camera_info_for  # noqa: E402
+from tt_depth_ros.ros.depth_msgs import fill_image_data  # noqa: E402
+from tt_depth_ros.ros.depth_node import DepthNode  # noqa: E402
+
+
+def run(points: bool, frames: int) -> dict:
+    node = DepthNode('bench_depth', parameter_overrides=[
+        Parameter('engine_plugin', value='known_depth_engine:KnownDepthEngine'),
+        Parameter('points_enable', value=points), Parameter('autostart', value=False)])
+    peer = rclpy.create_node('bench_peer')
+    peer.create_subscription(PointCloud2, 'points', lambda m: None, 1)
+    node.trigger_configure()
+    node.trigger_activate()
+    K = np.array([[525.0, 0, 319.5], [0, 525.0, 239.5], [0, 0, 1]])
+    info = camera_info_for(K, 640, 480, Header())
+    node.camera_infos['camera'] = (info, camera_geometry(info))
+    bgr = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    from sensor_msgs.msg import Image
+    msg = fill_image_data(Image(height=480, width=640, encoding='bgr8', step=1920), bgr)
+    time.sleep(0.5)   # graph: the peer's subscription is visible to get_subscription_count
+    for i in range(frames):
+        msg.header.stamp.sec = i
+        node.process(msg)
+    snap = node.stats.snapshot()['stages_ms']
+    node.trigger_deactivate()
+    node.trigger_cleanup()
+    node.destroy_node()
+    peer.destroy_node()
+    host = sum(v for k, v in snap.items() if not k.startswith('engine_')) - snap['infer']
+    return {'host_ms': host, **snap}
+
+
+def main() -> None:
+    frames = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    rclpy.init()
+    for points in (True, False, True):   # first run warms caches
+        r = run(points, frames)
+        stages = ', '.join(f'{k} {v:.2f}' for k, v in r.items() if k != 'host_ms')
+        print(f'640x480 bgr8 -> 378x504 network, depth{" + cloud" if points else " only"}: '
+              f'host overhead {r["host_ms"]:.2f} ms/frame (median stages ms: {stages})')
+    rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()
