@@ -30,27 +30,39 @@ class WeightsChoice:
         return '' if self.real else f'_{RANDOM_TAG}'
 
 
+def rule_v1_key_shapes(model: str) -> dict[str, tuple[int, ...]]:
+    """Checkpoint key -> shape of a DA3 ('model.' prefix, as on the hub) or DUSt3R model."""
+    import torch
+
+    from tt_depth_ros.models.da3.config import CONFIGS as DA3_CONFIGS
+    from tt_depth_ros.models.dust3r.config import CONFIGS as DUST3R_CONFIGS
+    if model in DA3_CONFIGS:
+        from tt_depth_ros.models.da3.model import DA3Model
+        with torch.device('meta'):
+            net = DA3Model(DA3_CONFIGS[model])
+        return {'model.' + k: tuple(v.shape) for k, v in net.state_dict().items()}
+    if model in DUST3R_CONFIGS:
+        from tt_depth_ros.models.dust3r.model import Dust3r
+        with torch.device('meta'):
+            net = Dust3r(DUST3R_CONFIGS[model])
+        return {k: tuple(v.shape) for k, v in net.state_dict().items()}
+    raise ValueError(f'rule-v1 checkpoints are made for {sorted(DA3_CONFIGS)} and '
+                     f'{sorted(DUST3R_CONFIGS)}, got {model!r}')
+
+
 def write_rule_v1_checkpoint(model: str, path: str | Path) -> Path:
-    """Write a rule-v1 safetensors checkpoint with the real key layout of a DA3 model.
+    """Write a rule-v1 safetensors checkpoint with the real key layout of `model`.
 
     Args:
-        model: a DA3 registry name ('da3metric-tiny', 'da3metric-large', ...).
+        model: a DA3 or DUSt3R registry name ('da3metric-tiny', 'dust3r-tiny', ...).
         path: output .safetensors file.
     """
     import numpy as np
-    import torch
     from safetensors.numpy import save_file
 
-    from tt_depth_ros.models.da3.config import CONFIGS
-    from tt_depth_ros.models.da3.model import DA3Model
     from tt_depth_ros.models.weight_rule import rule_v1_state_dict
 
-    if model not in CONFIGS:
-        raise ValueError(f'rule-v1 checkpoints are made for DA3 models {sorted(CONFIGS)}, '
-                         f'got {model!r}')
-    with torch.device('meta'):
-        net = DA3Model(CONFIGS[model])
-    shapes = {'model.' + k: tuple(v.shape) for k, v in net.state_dict().items()}
+    shapes = rule_v1_key_shapes(model)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file({k: np.ascontiguousarray(v) for k, v in rule_v1_state_dict(shapes).items()},
@@ -60,7 +72,8 @@ def write_rule_v1_checkpoint(model: str, path: str | Path) -> Path:
 
 def choose_weights(explicit: str | None, cache_dir: str | Path, *,
                    full_model: str = 'da3metric-large', tiny_model: str = 'da3metric-tiny',
-                   offline: bool | None = None, log=print) -> WeightsChoice:
+                   offline: bool | None = None, log=print,
+                   env_name: str = 'WEIGHTS') -> WeightsChoice:
     """Real full-size weights if they resolve, else a rule-v1 tiny checkpoint in `cache_dir`.
 
     Args:
@@ -70,9 +83,12 @@ def choose_weights(explicit: str | None, cache_dir: str | Path, *,
         tiny_model: model used with random weights.
         offline: passed to resolve_weights (None: honour HF_HUB_OFFLINE).
         log: callable(str) for what was chosen and why.
+        env_name: the variable users set to choose a file (named in the message).
     """
     from tt_depth_ros.engines.weights import WeightsUnavailableError, resolve_weights
 
+    if full_model.startswith('dust3r'):
+        import tt_depth_ros.engines.dust3r  # noqa: F401  (registers the DUSt3R weights pin)
     if explicit:
         p = Path(explicit)
         if not p.is_file():
@@ -80,6 +96,8 @@ def choose_weights(explicit: str | None, cache_dir: str | Path, *,
                                     f'{full_model} safetensors checkpoint or unset it')
         return WeightsChoice(full_model, p, True, 'explicit')
     try:
+        log(f'looking for {full_model} weights (HF cache, then download; HF_HUB_OFFLINE=1 skips '
+            'the download attempt) ...')
         p = resolve_weights(full_model, None, None, offline)
         return WeightsChoice(full_model, Path(p), True, 'hub')
     except (WeightsUnavailableError, OSError) as exc:
@@ -89,5 +107,5 @@ def choose_weights(explicit: str | None, cache_dir: str | Path, *,
         write_rule_v1_checkpoint(tiny_model, path)
     log(f'*** {RANDOM_TAG}: real {full_model} weights unavailable ({reason}). Running the '
         f'{tiny_model} network with rule-v1 RANDOM weights: the pipeline runs end to end, the '
-        f'depth values are meaningless. Set WEIGHTS=/path/to/model.safetensors for real output.')
+        f'depth values are meaningless. Set {env_name}=/path/to/model.safetensors for real output.')
     return WeightsChoice(tiny_model, path, False, 'rule-v1', note=reason)
