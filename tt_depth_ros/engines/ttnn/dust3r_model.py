@@ -1,0 +1,160 @@
+"""DUSt3R on device: encoder, lockstep decoders, two DPT heads (torch `models/dust3r/model.py`).
+
+Normalisation (x/255 - 0.5)/0.5 is folded into the patch-embed conv. Each view is encoded
+separately (same weights; numerically the batch-2 pass). Output per pair: one (1, 1, 2*H*W, 8)
+float32 tensor, view 1 rows then view 2 rows, each [pts xyz, conf, raw 0..3] — one readback.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tt_depth_ros.engines.ttnn.block import TtBlock
+from tt_depth_ros.engines.ttnn.common import TtLayerNorm, TtLinear, linear_params, pad_to, upload
+from tt_depth_ros.engines.ttnn.conv import TtConv2d
+from tt_depth_ros.engines.ttnn.da3_backbone import fold_normalisation
+from tt_depth_ros.engines.ttnn.dust3r_decoder_block import TtDecoderBlock
+from tt_depth_ros.engines.ttnn.dust3r_dpt_head import TtDust3rDPT
+from tt_depth_ros.engines.ttnn.rope2d import TtRoPE, rope_tables, rotation_matrix
+from tt_depth_ros.engines.ttnn.shape_state import attention_state, release_attention_state
+
+MEAN = (0.5, 0.5, 0.5)
+STD = (0.5, 0.5, 0.5)
+
+
+class TtDust3r:
+    num_views = 2
+    patch = 16
+    prefix_tokens = 0
+
+    def __init__(self, ctx, sd, cfg):
+        self.ctx, self.cfg = ctx, cfg
+        eps = cfg.norm_eps
+        w, b = fold_normalisation(sd['patch_embed.proj.weight'], sd['patch_embed.proj.bias'],
+                                  MEAN, STD)
+        self.patch_embed = TtConv2d(ctx, w, b, stride=cfg.patch_size)
+        self.enc = [TtBlock(ctx, sd, f'enc_blocks.{i}.', cfg.enc_num_heads, eps,
+                            layer_scale=False) for i in range(cfg.enc_depth)]
+        self.enc_norm = TtLayerNorm(ctx, sd['enc_norm.weight'], sd['enc_norm.bias'], eps)
+        self.dec_embed = TtLinear(ctx, *linear_params(sd['decoder_embed.weight'],
+                                                      sd['decoder_embed.bias']))
+        self.dec1 = [TtDecoderBlock(ctx, sd, f'dec_blocks.{i}.', cfg.dec_num_heads, eps)
+                     for i in range(cfg.dec_depth)]
+        self.dec2 = [TtDecoderBlock(ctx, sd, f'dec_blocks2.{i}.', cfg.dec_num_heads, eps)
+                     for i in range(cfg.dec_depth)]
+        self.dec_norm = TtLayerNorm(ctx, sd['dec_norm.weight'], sd['dec_norm.bias'], eps)
+        self.head1 = TtDust3rDPT(ctx, sd, 'downstream_head1.dpt.', cfg)
+        self.head2 = TtDust3rDPT(ctx, sd, 'downstream_head2.dpt.', cfg)
+
+    @staticmethod
+    def ops_estimate(cfg) -> int:
+        """~30 ops per encoder block per view, ~60 per decoder block pair, ~120 per head."""
+        return 2 * 30 * cfg.enc_depth + 2 * 60 * cfg.dec_depth + 2 * 130 + 20
+
+    def _rope(self, sc, dim: int, heads: int):
+        dh = dim // heads
+        dhp = pad_to(dh)
+        cos, sin = rope_tables(sc.grid_h, sc.grid_w, sc.seq, dh, dhp, self.cfg.rope_base)
+        return TtRoPE(self.ctx, upload(self.ctx, rotation_matrix(dh, dhp)),
+                      upload(self.ctx, cos), upload(self.ctx, sin))
+
+    def build_shape(self, sc) -> dict:
+        cfg = self.cfg
+        st = {'attn': attention_state(self.ctx, sc),
+              'rope_enc': self._rope(sc, cfg.enc_embed_dim, cfg.enc_num_heads),
+              'rope_dec': self._rope(sc, cfg.dec_embed_dim, cfg.dec_num_heads)}
+        st.update(TtDust3rDPT.shape_constants(self.ctx, cfg, sc))
+        n = sc.grid_h * sc.grid_w
+        if sc.seq != n:   # zero rows that pad the patch tokens to a tile multiple
+            import torch
+            st['pad_rows_enc'] = upload(self.ctx, torch.zeros(1, 1, sc.seq - n,
+                                                              cfg.enc_embed_dim))
+        return st
+
+    def _tokens(self, x, sc, dim):
+        """(1, seq, dim) -> (1, 1, N, dim) real tokens."""
+        ttnn = self.ctx.ttnn
+        n = sc.grid_h * sc.grid_w
+        s = ttnn.slice(x, [0, 0, 0], [1, n, dim], [1, 1, 1], pad_value=0.0)
+        out = ttnn.reshape(s, (1, 1, n, dim), pad_value=0.0)
+        ttnn.deallocate(s)
+        return out
+
+    def _encode(self, inp, sc, st):
+        ttnn = self.ctx.ttnn
+        d, n = self.cfg.enc_embed_dim, sc.grid_h * sc.grid_w
+        img = ttnn.to_layout(inp, ttnn.TILE_LAYOUT, dtype=ttnn.bfloat16)
+        p = self.patch_embed(img, (sc.height, sc.width))                # (1, 1, n, d)
+        ttnn.deallocate(img)
+        if sc.seq != n:
+            z = st['pad_rows_enc']
+            q = ttnn.concat([p, z], dim=2)
+            ttnn.deallocate(p)
+            p = q
+        x = ttnn.reshape(p, (1, sc.seq, d))
+        ttnn.deallocate(p)
+        for blk in self.enc:
+            nx = blk(x, st['attn'], st['rope_enc'])
+            ttnn.deallocate(x)
+            x = nx
+        f = self.enc_norm(x)
+        ttnn.deallocate(x)
+        return f
+
+    def forward(self, sc, st, inputs):
+        ttnn = self.ctx.ttnn
+        f1, f2 = self._encode(inputs[0], sc, st), self._encode(inputs[1], sc, st)
+        taps1, taps2 = [self._tokens(f1, sc, self.cfg.enc_embed_dim)], \
+            [self._tokens(f2, sc, self.cfg.enc_embed_dim)]
+        x1, x2 = self.dec_embed(f1), self.dec_embed(f2)
+        ttnn.deallocate(f1)
+        ttnn.deallocate(f2)
+        dd = self.cfg.dec_embed_dim
+        for i, (b1, b2) in enumerate(zip(self.dec1, self.dec2)):
+            # both branches read the previous layer's x1 and x2 (spec/dust3r.md §3.4)
+            n1, n2 = b1(x1, x2, st['attn'], st['rope_dec']), b2(x2, x1, st['attn'],
+                                                                 st['rope_dec'])
+            ttnn.deallocate(x1)
+            ttnn.deallocate(x2)
+            x1, x2 = n1, n2
+            if i + 1 in self.cfg.hooks and i + 1 != self.cfg.dec_depth:
+                taps1.append(self._tokens(x1, sc, dd))
+                taps2.append(self._tokens(x2, sc, dd))
+        for x, taps in ((x1, taps1), (x2, taps2)):
+            xn = self.dec_norm(x)
+            ttnn.deallocate(x)
+            taps.append(self._tokens(xn, sc, dd))
+            ttnn.deallocate(xn)
+        o1 = self.head1(taps1, sc, st)
+        o2 = self.head2(taps2, sc, st)
+        for t in taps1 + taps2:
+            ttnn.deallocate(t)
+        out = ttnn.concat([o1, o2], dim=2)
+        ttnn.deallocate(o1)
+        ttnn.deallocate(o2)
+        return out
+
+    def unpack(self, out: np.ndarray, sc) -> dict[str, np.ndarray]:
+        h, w = sc.height, sc.width
+        v = out.reshape(2, h, w, 8)
+        res = {}
+        for i in (0, 1):
+            res[f'pts3d_{i + 1}'] = np.ascontiguousarray(v[i, ..., :3], dtype=np.float32)
+            res[f'conf_{i + 1}'] = np.ascontiguousarray(v[i, ..., 3], dtype=np.float32)
+            res[f'raw_{i + 1}'] = np.ascontiguousarray(v[i, ..., 4:8], dtype=np.float32)
+        return res
+
+    def release_shape(self, st) -> None:
+        ttnn = self.ctx.ttnn
+        release_attention_state(self.ctx, st['attn'])
+        for k in ('rope_enc', 'rope_dec'):
+            r = st[k]
+            for t in (r.rmat, r.cos, r.sin):
+                ttnn.deallocate(t)
+        if 'pad_rows_enc' in st:
+            ttnn.deallocate(st['pad_rows_enc'])
+        TtDust3rDPT.release_shape(self.ctx, st)
+
+    def release(self) -> None:
+        for m in [self.patch_embed, *self.enc, self.enc_norm, self.dec_embed, *self.dec1,
+                  *self.dec2, self.dec_norm, self.head1, self.head2]:
+            m.release()
