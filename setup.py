@@ -23,7 +23,14 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'depth_node = tt_depth_ros.ros.depth_node:main',
+            'pair_node = tt_depth_ros.ros.pair_node:main',
             'tt-depth = tt_depth_ros.tools.cli:main',
+            'tt-depth-sample-bag = tt_depth_ros.tools.sample_bag:main',
+            'tt-depth-replay = tt_depth_ros.tools.replay:main',
+            'tt-depth-record = tt_depth_ros.tools.record:main',
+            'tt-depth-benchmark = tt_depth_ros.tools.benchmark:main',
+            'tt-depth-demo = tt_depth_ros.tools.demo:main',
         ],
     },
 )
