@@ -1,4 +1,4 @@
-"""depth_cloud: closed-form back-projection, decimation, range limits, invalid codes, rgb packing."""
+"""depth_cloud: closed-form back-projection, decimation, range limit, invalid codes, rgb bits."""
 import numpy as np
 import pytest
 
