@@ -30,7 +30,8 @@ from tt_depth_ros.ros.cloud_msg import depth_cloud_msg
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
 from tt_depth_ros.ros.params import ParamSpec
-from tt_depth_ros.ros.perception_node import PerceptionLifecycleNode
+from tt_depth_ros.ros.params import params_markdown as _params_markdown
+from tt_depth_ros.ros.perception_node import COMMON_PARAMS, PerceptionLifecycleNode
 
 DEPTH_PARAMS = (
     ParamSpec('process_res', 504, 'Long side of the network input (upstream upper-bound resize, '
@@ -192,6 +193,11 @@ class DepthNode(PerceptionLifecycleNode):
         if self.p['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
             preview = colorize_depth(depth, None, self.p['colorized_max_m'] or None)
             self._pub_color.publish(rgb_image_msg(preview, header))
+
+
+def params_markdown() -> str:
+    """The depth node's parameter table in Markdown (README material)."""
+    return _params_markdown(COMMON_PARAMS + DEPTH_PARAMS)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -115,7 +115,15 @@ class ParamTable:
 
     def table_markdown(self) -> str:
         """Markdown table of all parameters (README material)."""
-        rows = ['| parameter | default | description |', '|---|---|---|']
-        for s in self.specs.values():
-            rows.append(f'| `{s.name}` | `{s.default!r}` | {s.descriptor().description} |')
-        return '\n'.join(rows)
+        return params_markdown(self.specs.values())
+
+
+def params_markdown(specs) -> str:
+    """Markdown table (name, default, description with range and change policy) of ParamSpecs."""
+    rows = ['| parameter | default | description |', '|---|---|---|']
+    for s in specs:
+        rng = s.int_range or s.float_range
+        extra = f' Range [{rng[0]}, {rng[1]}].' if rng else ''
+        desc = s.descriptor().description.replace('|', '\\|')
+        rows.append(f'| `{s.name}` | `{s.default!r}` | {desc}{extra} |')
+    return '\n'.join(rows)
