@@ -21,12 +21,27 @@ class BackendUnavailableError(ValueError):
     """The requested backend cannot run here; the message says why and what to do."""
 
 
-def ttnn_status(device_id: int = 0) -> tuple[bool, str]:
-    """Whether the ttnn backend can run on Tenstorrent device `device_id`, and why not."""
-    if importlib.util.find_spec('ttnn') is None:
+def ttnn_status(device_id: int = 0, explicit: bool = False) -> tuple[bool, str]:
+    """Whether the ttnn backend can run on Tenstorrent device `device_id`, and why not.
+
+    'auto' (explicit=False) needs the kernel driver's device node /dev/tenstorrent/<id>: only a
+    real card qualifies. An explicit 'ttnn' request asks the installed `ttnn` package how many
+    devices it can open (the same answer on real hardware; lets an injected test stand-in run).
+    """
+    import sys
+
+    if 'ttnn' not in sys.modules and importlib.util.find_spec('ttnn') is None:
         return False, 'the Python package `ttnn` (tt-metal) is not installed'
     if importlib.util.find_spec('tt_depth_ros.engines.ttnn') is None:
         return False, 'the ttnn engine (tt_depth_ros.engines.ttnn) is not part of this build'
+    if explicit:
+        try:
+            n = importlib.import_module('ttnn').GetNumAvailableDevices()
+        except Exception as e:  # noqa: BLE001 (any driver error: no usable device)
+            return False, f'ttnn cannot enumerate devices: {e}'
+        if not 0 <= device_id < n:
+            return False, f'ttnn sees {n} device(s); device {device_id} does not exist'
+        return True, f'ttnn device {device_id} ({n} available)'
     dev = Path('/dev/tenstorrent') / str(device_id)
     if not dev.exists():
         return False, f'no Tenstorrent device at {dev}'
@@ -45,9 +60,9 @@ def cuda_status(device_id: int = 0) -> tuple[bool, str]:
     return True, f'cuda:{device_id} ({torch.cuda.get_device_name(device_id)})'
 
 
-def _status(backend: str, device_id: int) -> tuple[bool, str]:
+def _status(backend: str, device_id: int, explicit: bool = False) -> tuple[bool, str]:
     if backend == 'ttnn':
-        return ttnn_status(device_id)
+        return ttnn_status(device_id, explicit)
     if backend == 'torch-cuda':
         return cuda_status(device_id)
     if importlib.util.find_spec('torch') is None:
@@ -77,7 +92,7 @@ def select_backend(requested: str = 'auto', device_id: int = 0,
     if int(device_id) != device_id or device_id < 0:
         raise ValueError(f'device_id={device_id} must be a non-negative integer')
     if requested != 'auto':
-        ok, why = _status(requested, device_id)
+        ok, why = _status(requested, device_id, explicit=True)
         if not ok:
             raise BackendUnavailableError(f'backend {requested!r} is unavailable: {why}. '
                                           "Choose another backend or 'auto'.")

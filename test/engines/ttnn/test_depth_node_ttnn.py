@@ -1,0 +1,67 @@
+"""The depth node end to end with `backend: ttnn` on the CPU stand-in (test-only injection).
+
+camera simulator -> `python -m tt_depth_ros.ros.depth_node` whose engine comes from the test-only
+plugin `support.ttnn_standin.plugin:build_engine` (stand-in as `ttnn`, then the production
+factory/select/ttnn engine with backend='ttnn') -> this process checks the published depth against
+the torch-cpu DepthPredictor on the same frame (bf16-level agreement: PCC).
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from support.da3_fixtures import DATA, tiny_state_dict, write_safetensors
+from support.procs import ROOT, spawn, wait_for
+
+sys.path.insert(0, str(ROOT / 'test' / 'ros'))
+from rosutil import RosProbe, child_env, depth_node_cmd, node_script  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+
+pytestmark = pytest.mark.ros
+NS = '/ttnn_e2e'
+K_IMG = [500.0, 0.0, 319.5, 0.0, 505.0, 239.5, 0.0, 0.0, 1.0]
+
+
+def test_depth_node_with_ttnn_backend_on_standin(tmp_path):
+    import cv2
+
+    from tt_depth_ros.api import DepthPredictor
+    from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
+    weights = write_safetensors(tiny_state_dict(), tmp_path / 'da3metric_tiny.safetensors')
+    png = str(DATA / 'preproc_640x480.png')
+    plugin_args = json.dumps({'model': 'da3metric-tiny', 'weights': str(weights),
+                              'backend': 'ttnn'})
+    params = {'model': 'da3metric-tiny', 'weights_path': str(weights), 'backend': 'ttnn',
+              'engine_plugin': 'support.ttnn_standin.plugin:build_engine',
+              'engine_plugin_args': plugin_args, 'expected_width': 640, 'expected_height': 480,
+              'input_reliability': 'reliable'}
+    env = child_env()
+    env['PYTHONPATH'] = os.pathsep.join([str(ROOT / 'test'), env['PYTHONPATH']])
+    calib = json.dumps({'width': 640, 'height': 480, 'k': K_IMG})
+    camera = [sys.executable, str(node_script('camera_sim.py')), NS, png, calib, '4']
+    probe = RosProbe('ttnn_e2e_probe')
+    try:
+        probe.subscribe(Image, f'{NS}/depth')
+        with spawn(depth_node_cmd(NS, params), env=env, name='ttnn-node') as node, \
+                spawn(camera, env=child_env(), name='ttnn-camera'):
+            wait_for(lambda: len(probe.got(f'{NS}/depth')) >= 2 or node.poll() is not None,
+                     180, what='two depth frames from the ttnn depth node')
+            log = node.log_text()
+            msgs = probe.got(f'{NS}/depth')
+            assert len(msgs) >= 2, log
+    finally:
+        probe.close()
+    assert 'ttnn' in log and 'dispatch' in log, log       # engine + device-open log lines
+    rgb = cv2.cvtColor(cv2.imread(png, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    with DepthPredictor.from_pretrained('da3metric-tiny', weights=str(weights),
+                                        backend='torch-cpu') as predictor:
+        expected = predictor(rgb, K=np.reshape(K_IMG, (3, 3))).depth
+    depth = image_msg_to_depth(msgs[-1])
+    assert depth.shape == expected.shape == (480, 640)
+    fin = np.isfinite(expected) & np.isfinite(depth)
+    assert fin.mean() > 0.95
+    p = float(np.corrcoef(depth[fin], expected[fin])[0, 1])
+    print(f'depth node ttnn (stand-in) vs torch-cpu: PCC {p:.6f}')
+    assert p > 0.999
