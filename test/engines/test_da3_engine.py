@@ -32,6 +32,20 @@ def test_engine_matches_golden_from_uint8(engine):
     assert info.details['is_metric'] is True and info.details['cuda_graphs'] is False
 
 
+@pytest.mark.parametrize('size', ['518x518', '280x504'])
+def test_fast_and_reference_paths_match_golden(size):
+    from tt_depth_ros.engines.da3 import build_torch_engine
+    g = golden(f'tiny_{size}.npz')
+    img = load_png_rgb(f'tiny_{size}.png')
+    for fast in (True, False):
+        eng = build_torch_engine('da3metric-tiny', state_dict=tiny_state_dict(), fast=fast)
+        out = eng.infer(img)
+        assert eng.info.details['fast'] is fast
+        assert_close_golden(out['depth'], g['depth'][0], 'depth')
+        assert_close_golden(out['sky'], g['sky'][0], 'sky', scale_ref=g['sky_logit'])
+        eng.close()
+
+
 def test_engine_accepts_readonly_and_noncontiguous(engine):
     img = load_png_rgb('tiny_280x504.png')
     ro = img.copy()
@@ -61,8 +75,8 @@ def test_bfloat16_casts_backbone_only():
     eng = build_engine('da3metric-tiny', backend='torch-cpu', dtype='bfloat16',
                        state_dict=tiny_state_dict())
     m = eng.model
-    assert m.backbone.pretrained.blocks[0].attn.qkv.weight.dtype == torch.bfloat16
-    assert m.head.scratch.output_conv1.weight.dtype == torch.float32
+    assert m.blocks[0].qkv_wt.dtype == m.pos_embed.dtype == torch.bfloat16
+    assert m.output_conv1.weight.dtype == m.out_conv_a.weight.dtype == torch.float32
     assert eng.info.dtype == 'bfloat16'
     out = eng.infer(load_png_rgb('tiny_280x504.png'))
     ref = golden('tiny_280x504.npz')['depth'][0]
@@ -96,10 +110,12 @@ def test_requested_cuda_unavailable_is_an_error():
         build_engine('da3metric-tiny', backend='torch-cuda', state_dict=tiny_state_dict())
 
 
-def test_requested_ttnn_unavailable_is_an_error():
+def test_requested_ttnn_unavailable_is_an_error(monkeypatch):
     import importlib.util
+    import sys
+    monkeypatch.delitem(sys.modules, 'ttnn', raising=False)  # a test stand-in may be loaded
     if importlib.util.find_spec('ttnn') is not None:
-        pytest.skip('ttnn is installed')
+        pytest.skip('a real ttnn is installed')
     with pytest.raises(BackendUnavailableError, match='ttnn'):
         build_engine('da3metric-tiny', backend='ttnn', state_dict=tiny_state_dict())
 
