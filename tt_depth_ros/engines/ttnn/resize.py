@@ -2,8 +2,10 @@
 
 ttnn.upsample's bilinear mode is half-pixel (align_corners=False) and integer-scale only
 (spec/ttnn.md §5), so DPT's resizes are separable matrices: out = A_h . X . A_w^T. A crop after
-a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Input and output
-are flattened NHWC (1, 1, H*W, C) TILE tensors.
+a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Interpolation
+weights such as 159/279 are not bf16 numbers: each matrix is split into A_hi + A_lo (both bf16,
+A_lo = bf16(A - A_hi)) and applied as two matmuls, which keeps the weights to ~16 bits.
+Input and output are flattened NHWC (1, 1, H*W, C) TILE tensors.
 """
 from __future__ import annotations
 
@@ -25,6 +27,13 @@ def interp_matrix(n_in: int, n_out: int, keep: int | None = None) -> torch.Tenso
     return a[:keep].to(torch.float32) if keep is not None else a.to(torch.float32)
 
 
+def split_bf16(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split a into hi = bf16(a) and lo = bf16(a - hi) (float32 tensors holding bf16 values)."""
+    hi = a.to(torch.bfloat16).to(torch.float32)
+    lo = (a - hi).to(torch.bfloat16).to(torch.float32)
+    return hi, lo
+
+
 class TtResize:
     """Per-shape resize (H, W, C) -> (Ho, Wo, C); `out_hw` = the size after the optional crop."""
 
@@ -33,27 +42,37 @@ class TtResize:
         (self.h, self.w), (self.ho, self.wo), self.c = in_hw, out_hw, channels
         ah = interp_matrix(in_hw[0], scaled_hw[0], out_hw[0])           # (Ho, H)
         aw = interp_matrix(in_hw[1], scaled_hw[1], out_hw[1])           # (Wo, W)
-        self.ah = upload(ah[None, None])
-        self.aw_t = upload(aw.t().contiguous())                         # (W, Wo)
+        self.ah = [upload(m[None, None]) for m in split_bf16(ah)]
+        self.aw_t = [upload(m.t().contiguous()) for m in split_bf16(aw)]  # (W, Wo)
 
     def __call__(self, x):
         ttnn = self.ctx.ttnn
-        cfg = self.ctx.matmul_config()
         t = ttnn.reshape(x, (1, self.h, self.w, self.c), pad_value=0.0)
         tt = ttnn.transpose(t, -2, -1)                                   # (1, H, C, W)
         ttnn.deallocate(t)
-        y = ttnn.matmul(tt, self.aw_t, compute_kernel_config=cfg)        # (1, H, C, Wo)
+        y = self._matmul2(tt, self.aw_t, right=True)                    # (1, H, C, Wo)
         ttnn.deallocate(tt)
         yt = ttnn.transpose(y, -2, -1)                                   # (1, H, Wo, C)
         ttnn.deallocate(y)
         flat = ttnn.reshape(yt, (1, 1, self.h, self.wo * self.c), pad_value=0.0)
         ttnn.deallocate(yt)
-        z = ttnn.matmul(self.ah, flat, compute_kernel_config=cfg)        # (1, 1, Ho, Wo*C)
+        z = self._matmul2(flat, self.ah, right=False)                   # (1, 1, Ho, Wo*C)
         ttnn.deallocate(flat)
         out = ttnn.reshape(z, (1, 1, self.ho * self.wo, self.c), pad_value=0.0)
         ttnn.deallocate(z)
         return out
 
+    def _matmul2(self, x, mats, right: bool):
+        """Compute x @ (M_hi + M_lo) (right) or (M_hi + M_lo) @ x as two matmuls and an add."""
+        ttnn = self.ctx.ttnn
+        cfg = self.ctx.matmul_config()
+        parts = [ttnn.matmul(x, m, compute_kernel_config=cfg) if right else
+                 ttnn.matmul(m, x, compute_kernel_config=cfg) for m in mats]
+        out = ttnn.add(parts[0], parts[1])
+        for p in parts:
+            ttnn.deallocate(p)
+        return out
+
     def release(self) -> None:
-        self.ctx.ttnn.deallocate(self.ah)
-        self.ctx.ttnn.deallocate(self.aw_t)
+        for m in self.ah + self.aw_t:
+            self.ctx.ttnn.deallocate(m)

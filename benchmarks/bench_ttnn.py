@@ -1,0 +1,139 @@
+"""Benchmark of the traced ttnn engines on a Tenstorrent Blackhole p150 (printed, never asserted).
+
+Reports, per model and shape: device open / weight conversion / warm-up / capture times; per-frame
+stages of `infer` (upload, enqueue, device+readback, unpack) as percentiles; bare trace replay
+(execute_trace blocking, no I/O) = device time per forward; frames per second; and the depth
+node's host overhead relative to the engine (DESIGN.md §4 target: <= 10 %). Targets: DA3 <= 15 ms
+per frame, DUSt3R pair <= 28 ms.
+
+    .venv/bin/python benchmarks/bench_ttnn.py --model da3metric-large --shape 280x504 \
+        [--weights PATH] [--dtype bfloat16|bfloat8_b|...] [--frames 200] [--json out.json]
+
+Without a device (no /dev/tenstorrent/<id> or no `ttnn` package) it says so and exits 0.
+`--ttnn-module support.ttnn_standin` runs the same code on the CPU stand-in (tests only: the
+figures are then meaningless); rule-v1 weights are used when --weights is not given and the
+model is a tiny test config.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / 'test')]
+
+
+def _pct(xs, q):
+    return float(np.percentile(np.asarray(xs) * 1e3, q))
+
+
+def _tiny_state(model: str):
+    import torch
+
+    from support.weight_rule import rule_v1_state_dict
+    if model == 'da3metric-tiny':
+        cfg = json.loads((ROOT / 'test/data/da3/tiny_config.json').read_text())['keys']
+        shapes = {k: tuple(s) for k, s in cfg.items()}
+    else:
+        cfg = json.loads((ROOT / 'test/data/dust3r/tiny_config.json').read_text())
+        shapes = {k: tuple(s) for k, s in cfg['state_dict_keys']}
+    return {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(shapes).items()}
+
+
+def host_overhead_ms(frames: int = 100) -> float | None:
+    """Median host ms per 640x480 frame of the depth node without the network (ROS in-process)."""
+    try:
+        import rclpy
+        sys.path.insert(0, str(ROOT / 'benchmarks'))
+        sys.path.insert(0, str(ROOT / 'test' / 'ros' / 'nodes'))
+        from bench_depth_host_overhead import run
+        rclpy.init()
+        try:
+            return float(run(True, frames)['host_ms'])
+        finally:
+            rclpy.shutdown()
+    except Exception as e:   # noqa: BLE001 - the overhead part is optional
+        print(f'(node overhead not measured: {e})')
+        return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--model', default='da3metric-large')
+    ap.add_argument('--shape', default=None, help='HxW network size (default 280x504 / 384x512)')
+    ap.add_argument('--weights', default=None)
+    ap.add_argument('--dtype', default=None)
+    ap.add_argument('--device-id', type=int, default=0)
+    ap.add_argument('--frames', type=int, default=200)
+    ap.add_argument('--json', default=None)
+    ap.add_argument('--ttnn-module', default=None, help='inject a ttnn implementation (tests)')
+    ap.add_argument('--no-node-overhead', action='store_true')
+    a = ap.parse_args(argv)
+    from tt_depth_ros.engines.select import ttnn_status
+    if a.ttnn_module:
+        sys.modules['ttnn'] = importlib.import_module(a.ttnn_module)
+        print(f'NOTE: ttnn replaced by {a.ttnn_module}: timings are NOT hardware figures')
+    else:
+        ok, why = ttnn_status(a.device_id)
+        if not ok:
+            print(f'no Tenstorrent device present: {why}. Nothing to benchmark.')
+            return 0
+    from tt_depth_ros.engines.ttnn import build_ttnn_engine
+    dust3r = a.model.startswith('dust3r')
+    shape = tuple(int(x) for x in (a.shape or ('384x512' if dust3r else '280x504')).split('x'))
+    sd = _tiny_state(a.model) if a.weights is None and a.model.endswith('tiny') else None
+    res: dict = {'model': a.model, 'shape': list(shape), 'dtype': a.dtype or 'bfloat16'}
+    t0 = time.perf_counter()
+    eng = build_ttnn_engine(a.model, device_id=a.device_id, dtype=a.dtype, weights=a.weights,
+                            state_dict=sd)
+    res['build_s'] = time.perf_counter() - t0
+    try:
+        t0 = time.perf_counter()
+        eng.prepare(shape)
+        res['prepare_s'] = time.perf_counter() - t0
+        res.update(eng.info.details)
+        rng = np.random.default_rng(0)
+        views = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+                 for _ in range(eng.num_views)]
+        for _ in range(3):
+            eng.infer(*views)
+        stages: dict[str, list] = {}
+        walls = []
+        for _ in range(a.frames):
+            t = time.perf_counter()
+            eng.infer(*views)
+            walls.append(time.perf_counter() - t)
+            for k, v in eng.last_timings.items():
+                stages.setdefault(k, []).append(v)
+        res['infer_ms'] = {'p50': _pct(walls, 50), 'p95': _pct(walls, 95)}
+        res['fps'] = 1.0 / float(np.median(walls))
+        res['stages_ms_p50'] = {k: _pct(v, 50) for k, v in stages.items()}
+        ttnn = eng.ctx.ttnn
+        entry = eng._shapes[shape]
+        reps = []
+        for _ in range(max(10, a.frames // 4)):
+            t = time.perf_counter()
+            ttnn.execute_trace(eng.ctx.device, entry.trace, cq_id=0, blocking=True)
+            reps.append(time.perf_counter() - t)
+        res['trace_replay_ms'] = {'p50': _pct(reps, 50), 'p95': _pct(reps, 95)}
+    finally:
+        eng.close()
+    if not dust3r and not a.no_node_overhead:
+        host = host_overhead_ms()
+        if host is not None:
+            res['node_host_ms'] = host
+            res['node_overhead_ratio'] = host / res['infer_ms']['p50']
+    print(json.dumps(res, indent=1))
+    if a.json:
+        Path(a.json).write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
