@@ -16,9 +16,10 @@ DATA = Path(__file__).resolve().parents[2] / 'data'
 
 
 @pytest.fixture
-def ttnn(monkeypatch):
-    """The stand-in as sys.modules['ttnn']; ETH dispatch unpatched; devices closed afterwards."""
+def ttnn(monkeypatch, tmp_path):
+    """The stand-in as sys.modules['ttnn'] with a per-test weight cache; devices closed after."""
     monkeypatch.setitem(sys.modules, 'ttnn', standin)
+    monkeypatch.setenv('TT_DEPTH_ROS_TTNN_CACHE', str(tmp_path / 'ttnn_cache'))
     standin.set_eth_dispatch_patched(False)
     yield standin
     standin.set_eth_dispatch_patched(False)

@@ -137,3 +137,24 @@ def test_bad_inputs(ttnn, da3_tiny_sd):
             eng.prepare((50, 84))
     with pytest.raises(ValueError, match='allowed'):
         build_ttnn_engine('da3metric-tiny', state_dict={}, dtype='float16')
+
+
+def test_weight_cache_reused_and_keyed(ttnn, da3_tiny_sd, tmp_path):
+    img = np.full((56, 84, 3), 90, np.uint8)
+    with _engine(da3_tiny_sd) as eng:
+        cache = eng.ctx.weight_cache
+        first = eng.infer(img)['depth']
+    files = cache.files
+    assert len(files) == cache.count > 50
+    stamp = {f: f.stat().st_mtime_ns for f in files}
+    with _engine(da3_tiny_sd) as eng2:                       # same checkpoint + precision: reuse
+        assert eng2.ctx.weight_cache.directory == cache.directory
+        np.testing.assert_array_equal(eng2.infer(img)['depth'], first)
+    assert {f: f.stat().st_mtime_ns for f in cache.files} == stamp
+    with _engine(da3_tiny_sd, 'bfloat8_b') as eng3:          # other precision: other key
+        assert eng3.ctx.weight_cache.directory != cache.directory
+    sd2 = dict(da3_tiny_sd)
+    k = next(iter(sd2))
+    sd2[k] = sd2[k] + 1.0
+    with _engine(sd2) as eng4:                                # other checkpoint: other key
+        assert eng4.ctx.weight_cache.directory != cache.directory

@@ -39,6 +39,7 @@ def test_depth_node_with_ttnn_backend_on_standin(tmp_path):
               'input_reliability': 'reliable'}
     env = child_env()
     env['PYTHONPATH'] = os.pathsep.join([str(ROOT / 'test'), env['PYTHONPATH']])
+    env['TT_DEPTH_ROS_TTNN_CACHE'] = str(tmp_path / 'ttnn_cache')
     calib = json.dumps({'width': 640, 'height': 480, 'k': K_IMG})
     camera = [sys.executable, str(node_script('camera_sim.py')), NS, png, calib, '4']
     probe = RosProbe('ttnn_e2e_probe')

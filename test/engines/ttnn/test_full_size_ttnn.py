@@ -53,7 +53,7 @@ def test_da3_large_280x504(ttnn):
 def test_dust3r_full_384x512(ttnn):
     keys = {k['key']: tuple(k['shape']) for k in dust3r_data.full_keys()}
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(keys).items()}
-    g = dust3r_data.fixture('full_384x512_grid4.npz')
+    g = dust3r_data.fixture('full_384x512_grid4')
     with build_ttnn_engine('dust3r-vitl-512-dpt', state_dict=sd) as eng:
         del sd
         out = eng.infer(*dust3r_data.pair_u8('384x512'))

@@ -31,6 +31,7 @@ from .device import (
 from .ops_conv import conv2d, conv_transpose2d
 from .ops_data import (
     allocate_tensor_on_device,
+    as_tensor,
     concat,
     copy_host_to_device_tensor,
     deallocate,

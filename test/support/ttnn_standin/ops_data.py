@@ -220,4 +220,27 @@ def concat(tensors, dim=0, *, memory_config=None, output_tensor=None, groups=1,
 
 __all__ = ['from_torch', 'to_torch', 'to_device', 'from_device', 'allocate_tensor_on_device',
            'copy_host_to_device_tensor', 'deallocate', 'to_layout', 'typecast', 'reshape',
-           'permute', 'transpose', 'slice', 'concat', 'Shape']
+           'permute', 'transpose', 'slice', 'concat', 'Shape', 'as_tensor']
+
+
+def as_tensor(tensor, dtype=None, *, layout=Layout.ROW_MAJOR, device=None, memory_config=None,
+              cache_file_name=None, preprocess=None):
+    """ttnn.as_tensor: from_torch with a `{name}_dtype_{D}_layout_{L}.tensorbin` host cache."""
+    import pathlib
+    if device is not None and memory_config is None:
+        raise RuntimeError('memory_config must be specified when device is specified')
+    if cache_file_name is None:
+        return from_torch(tensor, dtype, layout=layout, device=device,
+                          memory_config=memory_config)
+    path = pathlib.Path(f'{cache_file_name}_dtype_{dtype.name if dtype else "None"}'
+                        f'_layout_{layout.name if layout else "None"}.tensorbin')
+    if path.is_file():
+        blob = torch.load(path, weights_only=True)
+        host = Tensor(blob['data'], blob['shape'], DataType[blob['dtype']],
+                      Layout[blob['layout']])
+    else:
+        host = from_torch(tensor, dtype, layout=layout)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({'data': host._data, 'shape': list(host.shape), 'dtype': host.dtype.name,
+                    'layout': host.layout.name}, path)
+    return to_device(host, device, memory_config) if device is not None else host

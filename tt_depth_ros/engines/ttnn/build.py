@@ -6,6 +6,7 @@ from typing import Any, Mapping, Optional
 from tt_depth_ros.engines.ttnn.context import TtContext, load_ttnn, open_device, trace_region_size
 from tt_depth_ros.engines.ttnn.engine import TtnnEngine
 from tt_depth_ros.engines.ttnn.precision import parse_precision
+from tt_depth_ros.engines.ttnn.weight_cache import weight_cache_for
 
 MAX_SHAPES = 2   # traces the trace region is sized for (a node uses one camera shape)
 
@@ -52,9 +53,12 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     device, mode, grid = open_device(ttnn, device_id,
                                      trace_region_size(net_cls.ops_estimate(cfg), MAX_SHAPES),
                                      logger)
-    ctx = TtContext(ttnn, device, grid, mode, precision)
+    ctx = TtContext(ttnn, device, grid, mode, precision,
+                    weight_cache_for(model, sd, precision.name))
     try:
         net = net_cls(ctx, sd, cfg)
+        if logger is not None and ctx.weight_cache is not None:
+            logger.info(f'ttnn: weights converted/cached in {ctx.weight_cache.directory}')
     except BaseException:
         ttnn.close_device(device)
         raise

@@ -24,6 +24,19 @@ def upload(ctx, t: torch.Tensor, dtype=None, layout=None):
                            device=ctx.device, memory_config=ttnn.DRAM_MEMORY_CONFIG)
 
 
+def upload_weight(ctx, t: torch.Tensor, dtype=None):
+    """Upload a weight through ttnn's .tensorbin cache when the engine has one (weight_cache.py)."""
+    ttnn = ctx.ttnn
+    cache = getattr(ctx, 'weight_cache', None)
+    if cache is None:
+        return upload(ctx, t, dtype)
+    t = t.detach().to(torch.float32).contiguous()
+    return ttnn.as_tensor(t, dtype=ttnn.bfloat16 if dtype is None else dtype,
+                          layout=ttnn.TILE_LAYOUT, device=ctx.device,
+                          memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                          cache_file_name=cache.next_name(t.shape))
+
+
 def linear_params(weight: torch.Tensor, bias: torch.Tensor | None,
                   scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Torch Linear (out, in) -> ttnn [in, out] and (1, out).
@@ -45,8 +58,8 @@ class TtLinear:
 
     def __init__(self, ctx, w_t: torch.Tensor, b: torch.Tensor | None, activation=None):
         self.ctx = ctx
-        self.weight = upload(ctx, w_t, ctx.precision.weights_dtype(ctx.ttnn))
-        self.bias = None if b is None else upload(ctx, b)
+        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ctx.ttnn))
+        self.bias = None if b is None else upload_weight(ctx, b)
         self.activation = activation
 
     def __call__(self, x, program_config=None):
@@ -69,8 +82,8 @@ class TtLayerNorm:
     def __init__(self, ctx, weight: torch.Tensor, bias: torch.Tensor, eps: float):
         self.ctx = ctx
         self.eps = float(eps)
-        self.weight = upload(ctx, weight.detach()[None])
-        self.bias = upload(ctx, bias.detach()[None])
+        self.weight = upload_weight(ctx, weight.detach()[None])
+        self.bias = upload_weight(ctx, bias.detach()[None])
 
     def __call__(self, x, residual=None):
         ttnn = self.ctx.ttnn

@@ -45,6 +45,7 @@ class TtContext:
     grid: tuple[int, int]          # compute_with_storage_grid_size (x, y)
     dispatch: str                  # 'eth' or 'worker'
     precision: Any                 # precision.Precision
+    weight_cache: Any = None       # weight_cache.WeightCache or None
 
     def matmul_config(self):
         return self.precision.kernel_config(self.ttnn)
