@@ -62,4 +62,4 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     except BaseException:
         ttnn.close_device(device)
         raise
-    return TtnnEngine(ctx, net, model_name=model, logger=logger)
+    return TtnnEngine(ctx, net, model_name=model, device_id=device_id, logger=logger)

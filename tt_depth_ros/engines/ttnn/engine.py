@@ -32,8 +32,9 @@ class _Shape:
 class TtnnEngine(Engine):
     """Args: ctx (context.TtContext), net (TtDA3 / TtDust3r), model name, logger."""
 
-    def __init__(self, ctx, net, *, model_name: str, logger: Optional[Any] = None):
-        self.ctx, self.net, self.model_name = ctx, net, model_name
+    def __init__(self, ctx, net, *, model_name: str, device_id: int = 0,
+                 logger: Optional[Any] = None):
+        self.ctx, self.net, self.model_name, self.device_id = ctx, net, model_name, device_id
         self.num_views = net.num_views
         self.logger = logger
         self._shapes: dict[tuple[int, int], _Shape] = {}
@@ -42,7 +43,7 @@ class TtnnEngine(Engine):
 
     @property
     def info(self) -> EngineInfo:
-        return EngineInfo(backend='ttnn', device=f'p150:{self.ctx.device.id()}', dtype='bfloat16',
+        return EngineInfo(backend='ttnn', device=f'p150:{self.device_id}', dtype='bfloat16',
                           model=self.model_name,
                           details={'dispatch': self.ctx.dispatch,
                                    'grid': f'{self.ctx.grid[0]}x{self.ctx.grid[1]}',
@@ -65,19 +66,25 @@ class TtnnEngine(Engine):
         self._release_traces()            # allocation below is unsafe while a trace exists
         t0 = time.perf_counter()
         state = self.net.build_shape(sc)
-        inputs = [ttnn.allocate_tensor_on_device(ttnn.Shape([1, 1, shape[0] * shape[1], 3]),
-                                                 ttnn.uint8, ttnn.ROW_MAJOR_LAYOUT,
-                                                 self.ctx.device)
-                  for _ in range(self.num_views)]
-        zero = ttnn.from_torch(torch.zeros(1, 1, shape[0] * shape[1], 3, dtype=torch.uint8),
-                               dtype=ttnn.uint8)
-        for x in inputs:
-            ttnn.copy_host_to_device_tensor(zero, x)
-        entry = _Shape(sc, state, inputs)
-        out = self.net.forward(sc, state, inputs)        # eager warm-up: compile + conv prep
-        ttnn.synchronize_device(self.ctx.device)
-        ttnn.deallocate(out)
-        self._shapes[shape] = entry
+        inputs = []
+        try:
+            for _ in range(self.num_views):
+                inputs.append(ttnn.allocate_tensor_on_device(
+                    ttnn.Shape([1, 1, shape[0] * shape[1], 3]), ttnn.uint8,
+                    ttnn.ROW_MAJOR_LAYOUT, self.ctx.device))
+            zero = ttnn.from_torch(torch.zeros(1, 1, shape[0] * shape[1], 3,
+                                               dtype=torch.uint8), dtype=ttnn.uint8)
+            for x in inputs:
+                ttnn.copy_host_to_device_tensor(zero, x)
+            out = self.net.forward(sc, state, inputs)    # eager warm-up: compile + conv prep
+            ttnn.synchronize_device(self.ctx.device)
+            ttnn.deallocate(out)
+        except BaseException:
+            for x in inputs:
+                ttnn.deallocate(x)
+            self.net.release_shape(state)
+            raise
+        self._shapes[shape] = _Shape(sc, state, inputs)
         self._log(f'ttnn: warmed {shape[0]}x{shape[1]} in {time.perf_counter() - t0:.1f} s '
                   f'({sc.tokens} tokens -> {sc.seq})')
         self._capture_all()
@@ -87,7 +94,12 @@ class TtnnEngine(Engine):
         for shape, e in self._shapes.items():
             t0 = time.perf_counter()
             tid = ttnn.begin_trace_capture(self.ctx.device, cq_id=0)
-            e.output = self.net.forward(e.config, e.state, e.inputs)
+            try:
+                e.output = self.net.forward(e.config, e.state, e.inputs)
+            except BaseException:
+                ttnn.end_trace_capture(self.ctx.device, tid, cq_id=0)
+                ttnn.release_trace(self.ctx.device, tid)
+                raise
             ttnn.end_trace_capture(self.ctx.device, tid, cq_id=0)
             ttnn.synchronize_device(self.ctx.device)
             e.trace = tid
