@@ -88,3 +88,18 @@ def test_trace_path_pairs(ttnn, tiny_sd):
             eng.infer(pairs[0][0])
         dev = eng.ctx.device
     assert not dev._is_open and dev.live_tensors() == []
+
+
+def test_engine_math_is_exact_without_bf16_rounding(ttnn, tiny_sd):
+    """Diagnostic: bf16 rounding off -> the fixture's fp32 gates hold (raw, conf, pts)."""
+    from support.ttnn_standin.numerics import exact_arithmetic
+    g = np.load(DATA / 'tiny_80x112.npz')
+    with exact_arithmetic(), build_ttnn_engine('dust3r-tiny', state_dict=tiny_sd) as eng:
+        out = eng.infer(*views('80x112'))
+    for v in (1, 2):
+        np.testing.assert_allclose(out[f'raw_{v}'], g[f'raw{v}'][0].transpose(1, 2, 0),
+                                   rtol=1e-4, atol=3e-4)
+        np.testing.assert_allclose(out[f'conf_{v}'], g[f'conf{v}'][0], rtol=3e-4, atol=1e-5)
+        ref = g['pts3d' if v == 1 else 'pts3d_in_other_view'][0]
+        err = np.linalg.norm(out[f'pts3d_{v}'] - ref, axis=-1)
+        assert np.all(err <= 3e-4 + 6e-4 * np.linalg.norm(ref, axis=-1))

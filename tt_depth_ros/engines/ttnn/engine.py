@@ -127,7 +127,8 @@ class TtnnEngine(Engine):
         e = self._shapes[shape]
         t0 = time.perf_counter()
         for img, dst in zip(images, e.inputs):
-            host = ttnn.from_torch(torch.from_numpy(np.ascontiguousarray(img)).reshape(
+            # copy: the caller's array may be read-only (torch.from_numpy would warn)
+            host = ttnn.from_torch(torch.from_numpy(np.array(img, order='C')).reshape(
                 1, 1, shape[0] * shape[1], 3), dtype=ttnn.uint8)
             ttnn.copy_host_to_device_tensor(host, dst)
         t1 = time.perf_counter()
