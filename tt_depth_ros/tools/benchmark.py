@@ -183,25 +183,10 @@ class _Session:
 
 
 def _warm_up(s: _Session, cfg: BenchConfig) -> list[float]:
-    """Send one frame at a time until `warmup_frames` outputs; returns their latencies (ms).
-
-    A frame may be lost while discovery settles, so up to 10 extra frames are sent, each waited
-    for at most 20 s (the first output includes engine preparation).
-    """
-    lat: list[float] = []
-    deadline = time.monotonic() + cfg.startup_timeout_s
-    for _ in range(cfg.warmup_frames + 10):
-        if len(lat) >= cfg.warmup_frames or time.monotonic() > deadline:
-            break
-        sent: dict[int, int] = {}
-        s.player.play('consumer', loops=0, max_frames=1, consumer=s.monitor,
-                      consumer_timeout_s=min(20.0, max(deadline - time.monotonic(), 0.1)),
-                      stamp_offset_ns=s.offset_ns,
-                      on_frame=lambda st_, t, i, sent=sent: sent.update({st_: t}))
-        s.offset_ns += s.player.loop_span_ns
-        out = s.monitor.take()
-        s.all_sent.update(sent)
-        lat += [(out[k] - t) / 1e6 for k, t in sent.items() if k in out]
+    """Frames until `warmup_frames` outputs (Player.prime); returns their latencies (ms)."""
+    lat, s.offset_ns = s.player.prime(s.monitor, cfg.warmup_frames,
+                                      total_timeout_s=cfg.startup_timeout_s,
+                                      stamp_offset_ns=s.offset_ns)
     return lat
 
 

@@ -216,6 +216,32 @@ class Player:
             loop += 1
         return self._stats(sent, timeouts, t0)
 
+    def prime(self, consumer, outputs: int = 1, *, attempt_timeout_s: float = 20.0,
+              total_timeout_s: float = 300.0, stamp_offset_ns: int = 0) -> tuple[list, int]:
+        """Send single frames until `outputs` of them produced an output on `consumer`.
+
+        The first frames after discovery can be lost (a best-effort reader not yet matched to
+        this writer), and a node's first output includes engine preparation, so each frame is
+        waited for at most `attempt_timeout_s` and resent, within `total_timeout_s`.
+
+        Returns:
+            (latencies in ms of the frames that got an output, stamp offset to use next).
+        """
+        lat: list[float] = []
+        deadline = time.monotonic() + total_timeout_s
+        offset = stamp_offset_ns
+        while len(lat) < outputs and time.monotonic() < deadline:
+            sent: dict[int, int] = {}
+            self.play('consumer', loops=1, max_frames=1, consumer=consumer,
+                      consumer_timeout_s=min(attempt_timeout_s,
+                                             max(deadline - time.monotonic(), 0.1)),
+                      stamp_offset_ns=offset,
+                      on_frame=lambda st, t, i, sent=sent: sent.update({st: t}))
+            offset += self.loop_span_ns
+            got = consumer.take()
+            lat += [(got[k] - t) / 1e6 for k, t in sent.items() if k in got]
+        return lat, offset
+
     @staticmethod
     def _stats(sent: int, timeouts: int, t0: float) -> dict:
         return {'frames_sent': sent, 'consumer_timeouts': timeouts,

@@ -1,0 +1,40 @@
+"""The README demo runs end to end offline (quick mode): random weights are labelled everywhere."""
+import json
+from pathlib import Path
+
+import pytest
+
+from support.procs import python_cmd, spawn
+
+pytestmark = pytest.mark.ros
+
+
+def test_demo_quick_offline(tmp_path, monkeypatch):
+    out = tmp_path / 'demo_out'
+    monkeypatch.delenv('WEIGHTS', raising=False)
+    monkeypatch.delenv('PAIR_WEIGHTS', raising=False)
+    env = {'HF_HUB_OFFLINE': '1', 'HF_HUB_CACHE': str(tmp_path / 'empty_cache')}
+    with spawn(python_cmd('tt_depth_ros.tools.demo', '--out', str(out), '--quick', '--offline'),
+               env=env, timeout=30, name='demo') as proc:
+        proc.wait(600)
+        log = proc.log_text()
+    assert proc.returncode == 0, log
+    assert log.count('RANDOM-WEIGHTS') >= 3             # said at start, per model and at the end
+    files = [p for p in out.iterdir() if p.is_file()]
+    assert files and all('RANDOM-WEIGHTS' in p.name for p in files), [p.name for p in files]
+    report = json.loads(next(out.glob('demo_report_RANDOM-WEIGHTS.json')).read_text())
+    assert report['random_weights'] is True
+    assert report['weights']['depth']['source'] == 'rule-v1'
+    depth = report['depth']
+    assert depth['outputs'] == depth['frames_sent'] == 12
+    assert len(depth['panels']) == 12 and all(Path(p).read_bytes()[:4] == b'\x89PNG'
+                                              for p in depth['panels'])
+    ply = Path(depth['ply']).read_bytes()
+    assert ply.startswith(b'ply\n') and b'element vertex' in ply and len(ply) > 10_000
+    assert depth['recorded_counts']['/depth'] >= 12
+    assert 0 <= depth['accuracy']['delta1'] <= 1
+    bench = json.loads(Path(report['benchmark']['json']).read_text())
+    assert bench['unmatched_outputs_total'] == 0 and len(bench['plots']) == 3
+    assert bench['config']['tag'] == '_RANDOM-WEIGHTS'
+    if isinstance(report['weights']['pair'], dict):       # pair node installed
+        assert report['pair']['pairs_sent'] == 2 and report['pair']['clouds'] >= 1
