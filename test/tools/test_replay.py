@@ -117,3 +117,12 @@ def test_round_trip_bytes_rate_remap_loops_clock(bag, tmp_path):
     assert len(clock) >= count and clock == sorted(clock)   # monotonic across loops
     assert clock[-1] == bag_io.header_stamp_ns(by_topic['/camera/image_raw'][-1]) \
         + (LOOPS - 1) * span
+
+
+def test_sqlite3_bag_reads_like_mcap(bag, tmp_path):
+    cfg = sample_bag.SampleBagConfig(width=64, height=48, frames=FRAMES, storage='sqlite3')
+    sample_bag.generate(tmp_path / 'db', cfg)
+    a, ta = bag_io.read_bag(bag)
+    b, tb = bag_io.read_bag(tmp_path / 'db')
+    assert ta == tb and [(m.topic, m.timestamp_ns, m.raw) for m in a] == \
+        [(m.topic, m.timestamp_ns, m.raw) for m in b]

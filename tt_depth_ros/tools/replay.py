@@ -125,14 +125,19 @@ class Player:
         self.loop_span_ns = last - first + period
 
     def wait_for_subscribers(self, count: int = 1, timeout_s: float = 10.0,
-                             all_topics: bool = False) -> bool:
-        """Block until the frame topic's publisher (or every publisher) has `count` subscribers."""
+                             all_topics: bool = False, settle_s: float = 0.5) -> bool:
+        """Block until the frame topic's publisher (or every publisher) has `count` subscribers.
+
+        The writer side matches first; `settle_s` more lets the readers match this writer too
+        (a best-effort reader drops what arrives before that).
+        """
         pubs = list(self.publishers.values()) if all_topics else [self.publishers[self.frame_topic]]
         if all_topics and self.clock_pub is not None:
             pubs.append(self.clock_pub)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if all(p.get_subscription_count() >= count for p in pubs):
+                time.sleep(settle_s)
                 return True
             time.sleep(0.02)
         return False
@@ -216,7 +221,7 @@ class Player:
             loop += 1
         return self._stats(sent, timeouts, t0)
 
-    def prime(self, consumer, outputs: int = 1, *, attempt_timeout_s: float = 20.0,
+    def prime(self, consumer, outputs: int = 1, *, attempt_timeout_s: float = 10.0,
               total_timeout_s: float = 300.0, stamp_offset_ns: int = 0) -> tuple[list, int]:
         """Send single frames until `outputs` of them produced an output on `consumer`.
 
