@@ -10,6 +10,19 @@ t0=$(date +%s)
 scripts/bootstrap.sh jazzy
 scripts/bootstrap.sh kilted
 
+# The ttnn conformance check compares our engine with the real ttnn 0.81.1 wheel (cp312 only) in a
+# cached side virtualenv; create it here, while the network is still reachable.
+echo "== ttnn conformance environment (.venv-ttnn)"
+.venv/bin/python - <<'PY'
+import sys
+sys.path.insert(0, 'test/ttnn_conformance')
+import check
+try:
+    print('ttnn side venv:', check.ensure_venv())
+except check.ConformanceUnavailable as exc:
+    print(f'!!! ttnn conformance will be skipped: {exc}')
+PY
+
 echo "== lint (ruff)"
 .venv/bin/ruff check .
 
