@@ -89,3 +89,29 @@ def test_report_json_is_strict_and_plots_are_pngs(tmp_path):
     assert p.stat().st_size > 1000
     hw, sw = bench_report.hardware_info(), bench_report.software_info()
     assert hw['logical_cores'] >= 1 and sw['numpy']
+
+
+def test_stereo_pose_accuracy_from_serialized_poses():
+    import numpy as np
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.serialization import serialize_message
+
+    from tt_depth_ros.geometry.se3 import quat_from_R
+    from tt_depth_ros.tools.bench_session import stereo_pose_accuracy
+
+    def pose(t, yaw_deg):
+        a = np.radians(yaw_deg)
+        R = np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+        m = PoseStamped()
+        m.pose.position.x, m.pose.position.y, m.pose.position.z = map(float, t)
+        q = quat_from_R(R)
+        m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w = \
+            map(float, q)
+        return serialize_message(m)
+
+    # exact direction at another scale, and a 2-degree yaw with a 45-degree direction error
+    res = stereo_pose_accuracy([pose((3.0, 0, 0), 0.0), pose((1.0, 1.0, 0), 2.0)], 0.12, 3)
+    assert res['poses'] == 2 and res['pairs'] == 3
+    assert res['rot_err_deg'] == pytest.approx(1.0, abs=1e-6)
+    assert res['trans_dir_err_deg'] == pytest.approx(22.5, abs=1e-6)
+    assert res['per_pair'][0]['trans_norm_ratio'] == pytest.approx(25.0)

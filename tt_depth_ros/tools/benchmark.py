@@ -11,178 +11,23 @@ PNG plots. Usage: `python -m tt_depth_ros.tools.benchmark --bag BAG --out DIR`.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import shlex
-import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from tt_depth_ros.tools import bench_report as rep
 from tt_depth_ros.tools import bench_stats as st
-from tt_depth_ros.tools.bag_io import bag_sha256, header_stamp_ns, read_bag
+from tt_depth_ros.tools.bag_io import bag_sha256, read_bag
+from tt_depth_ros.tools.bench_session import BenchConfig, BenchSession, node_command, stop_process
+
+__all__ = ['BenchConfig', 'run_benchmark', 'main']
 
 
-@dataclass
-class BenchConfig:
-    """Everything a benchmark run depends on (stored in the report)."""
-
-    bag: str
-    out_dir: str = 'benchmark_out'
-    name: str = 'depth_node'
-    tag: str = ''                    # appended to every output file name (e.g. _RANDOM-WEIGHTS)
-    node_cmd: list = field(default_factory=list)   # empty: the depth node built from the fields
-    node_name: str = 'depth_node'    # for /diagnostics
-    model: str = 'da3metric-tiny'
-    weights: str = ''                # file, or 'rule-v1' (random tiny checkpoint written here)
-    backend: str = 'torch-cpu'
-    process_res: int = 126
-    node_params: list = field(default_factory=list)  # extra 'name:=value' for the depth node
-    image_topic: str = '/camera/image_raw'
-    info_topic: str = '/camera/camera_info'
-    output_topic: str = '/depth'
-    output_type: str = 'sensor_msgs/msg/Image'
-    gt_topic: str = '/camera/depth_gt'
-    prebuffer: int = 100
-    rates_hz: list = field(default_factory=lambda: [1.0, 2.0, 5.0])
-    duration_s: float = 5.0
-    repeats: int = 1
-    peak: bool = True
-    peak_lo_hz: float = 1.0
-    peak_hi_hz: float = 30.0
-    peak_steps: int = 5
-    warmup_frames: int = 3
-    startup_timeout_s: float = 120.0
-    baseline_s: float = 1.0
-    accuracy: bool = True
-    monitor_interval_s: float = 0.1
-    extra: dict = field(default_factory=dict)   # free-form notes (e.g. weights provenance)
-
-
-def node_command(cfg: BenchConfig, weights_path: str) -> list[str]:
-    """Command line of the node under test."""
-    if cfg.node_cmd:
-        return list(cfg.node_cmd)
-    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth_node', '--ros-args',
-           '-r', f'__node:={cfg.node_name}',
-           '-p', f'model:={cfg.model}', '-p', f'backend:={cfg.backend}',
-           '-p', f'process_res:={cfg.process_res}', '-p', 'diagnostics_period:=0.5',
-           '-r', f'image:={cfg.image_topic}', '-r', f'camera_info:={cfg.info_topic}',
-           '-r', f'depth:={cfg.output_topic}']
-    if weights_path:
-        cmd += ['-p', f'weights_path:={weights_path}']
-    for p in cfg.node_params:
-        cmd += ['-p', p]
-    return cmd
-
-
-def _stop_process(proc: subprocess.Popen, timeout_s: float = 20.0) -> int:
-    for sig, wait in ((signal.SIGINT, 0.6 * timeout_s), (signal.SIGTERM, 0.3 * timeout_s)):
-        if proc.poll() is not None:
-            break
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(wait)
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-    return proc.returncode
-
-
-class _Session:
-    """One benchmark: ROS node, player, monitors and the node process."""
-
-    def __init__(self, cfg: BenchConfig, log):
-        self.cfg, self.log = cfg, log
-        self.offset_ns = 0
-        self.all_sent: set[int] = set()
-        self.late_discarded = 0
-        self.runs: list[dict] = []
-
-    def run_once(self, rate: float, label: str) -> dict:
-        cfg, player, mon = self.cfg, self.player, self.monitor
-        stale = mon.take()
-        self.late_discarded += len(stale)
-        frames = max(3, int(round(rate * cfg.duration_s)))
-        sent: dict[int, int] = {}
-        t0 = time.monotonic()
-        player.play('rate', rate_hz=rate, loops=0, max_frames=frames,
-                    stamp_offset_ns=self.offset_ns, on_frame=lambda s, t, i: sent.__setitem__(s, t))
-        self.offset_ns += (frames // len(player.frames) + 1) * player.loop_span_ns
-        mon.wait_for(set(sent), timeout_s=self.drain_timeout_s, idle_s=self.drain_idle_s)
-        received = mon.take()
-        t1 = time.monotonic()
-        self.all_sent.update(sent)
-        metrics = st.basic_metrics(sent, received)
-        pairs, _ = st.match_latencies(sent, received)
-        first = next(iter(sent.values()))
-        run = {'label': label, 'rate_hz': rate, 'metrics': metrics,
-               'resources': self.resources.summary(t0, t1),
-               'diagnostics': self.diag.snapshot(), 'stages_ms': self.diag.stages_ms(),
-               'series': {'t_s': [(t - first) / 1e9 for _, t, _ in pairs],
-                          'latency_ms': [(r - t) / 1e6 for _, t, r in pairs]}}
-        self.runs.append(run)
-        self.log(f'  {label}: sent {metrics[st.NUM_FRAMES_SENT]}, received '
-                 f'{metrics["num_matched"]}, drops {100 * metrics["drop_fraction"]:.1f} %, '
-                 f'p50 {metrics.get("latency_p50_ms", float("nan")):.1f} ms, p99 '
-                 f'{metrics.get("latency_p99_ms", float("nan")):.1f} ms, out '
-                 f'{metrics.get(st.MEAN_FRAME_RATE, 0.0):.2f} fps')
-        return run
-
-    def accuracy_pass(self) -> dict:
-        """Each pre-buffered frame once, as fast as the node keeps up; metric depth vs GT."""
-        from tt_depth_ros.geometry import accuracy as acc
-        cfg, player, mon = self.cfg, self.player, self.monitor
-        self.late_discarded += len(mon.take())
-        gt_msgs, _ = read_bag(cfg.bag, [cfg.gt_topic])
-        gt = {header_stamp_ns(m.raw): m.raw for m in gt_msgs}
-        orig = [header_stamp_ns(f[-1].raw) for f in player.frames]
-        sent: dict[int, int] = {}
-        index: dict[int, int] = {}
-
-        def on_frame(stamp, t, i):
-            sent[stamp] = t
-            index[stamp] = i
-
-        mon.keep_payloads = True
-        player.play('consumer', loops=1, consumer=mon, consumer_timeout_s=self.drain_timeout_s,
-                    stamp_offset_ns=self.offset_ns, on_frame=on_frame)
-        self.offset_ns += 2 * player.loop_span_ns
-        mon.keep_payloads = False
-        received = mon.take()
-        self.all_sent.update(sent)
-        per_frame, missing_gt = [], 0
-        for stamp in sent:
-            raw = mon.payloads.pop(stamp, None)
-            truth = gt.get(orig[index[stamp]])
-            if raw is None:
-                continue
-            if truth is None:
-                missing_gt += 1
-                continue
-            g = rep.decode_depth(truth)
-            pred = rep.decode_depth(raw)
-            if pred.shape != g.shape:
-                pred = acc.resize_nearest(pred, g.shape)
-            per_frame.append(acc.depth_metrics(pred, g))
-        mon.payloads.clear()
-        out = acc.mean_metrics(per_frame)
-        out.update(frames_sent=len(sent), outputs=len(received), frames_without_gt=missing_gt,
-                   scale_alignment='none (metric)', per_frame=per_frame)
-        nan = float('nan')
-        self.log(f'accuracy over {len(per_frame)} frames: AbsRel {out.get("abs_rel", nan):.4f}, '
-                 f'RMSE {out.get("rmse_m", nan):.3f} m, delta1 {out.get("delta1", nan):.3f}')
-        return out
-
-
-def _warm_up(s: _Session, cfg: BenchConfig) -> list[float]:
+def _warm_up(s: BenchSession, cfg: BenchConfig) -> list[float]:
     """Frames until `warmup_frames` outputs (Player.prime); returns their latencies (ms)."""
     lat, s.offset_ns = s.player.prime(s.monitor, cfg.warmup_frames,
                                       total_timeout_s=cfg.startup_timeout_s,
@@ -214,11 +59,13 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
         from tt_depth_ros.tools.demo_weights import write_rule_v1_checkpoint
         weights = str(write_rule_v1_checkpoint(
             cfg.model, Path(tempfile.gettempdir()) / f'tt_bench_{cfg.model}_rule-v1.safetensors'))
-    msgs, types = read_bag(cfg.bag, [cfg.info_topic, cfg.image_topic])
+    msgs, types = read_bag(cfg.bag, [*cfg.extra_input_topics, cfg.info_topic, cfg.image_topic])
     frames = group_frames(msgs, cfg.image_topic)[:cfg.prebuffer]
     msgs = [m for f in frames for m in f]
-    has_gt = cfg.accuracy and cfg.gt_topic in read_bag_topics(cfg.bag)
-    s = _Session(cfg, log)
+    depth_gt = cfg.output_type == 'sensor_msgs/msg/Image' and \
+        cfg.gt_topic in read_bag_topics(cfg.bag)
+    has_gt = cfg.accuracy and (depth_gt or bool(cfg.pose_topic and cfg.pose_gt_baseline_m))
+    s = BenchSession(cfg, log)
     cmd = node_command(cfg, weights)
     log(f'benchmark {stem}: bag {cfg.bag} ({len(frames)} frames buffered), node: '
         f'{shlex.join(cmd)}')
@@ -233,6 +80,9 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
     try:
         s.player = Player(node, msgs, types, frame_topic=cfg.image_topic)
         s.monitor = OutputMonitor(node, cfg.output_topic, cfg.output_type)
+        if cfg.pose_topic:
+            s.pose_monitor = OutputMonitor(node, cfg.pose_topic, 'geometry_msgs/msg/PoseStamped',
+                                           keep_payloads=True)
         s.diag = DiagnosticsListener(node, cfg.node_name)
         spinner.start()
         with node_log.open('wb') as fh:
@@ -273,7 +123,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
                 lambda r: st.accepted(s.run_once(r, f'peak {r:g} Hz')['metrics']),
                 cfg.peak_lo_hz, cfg.peak_hi_hz, max_steps=cfg.peak_steps)
             log(f'peak throughput: {peak["peak_rate_hz"]} Hz (bracket {peak["bracket_hz"]})')
-        accuracy = s.accuracy_pass() if has_gt else {
+        accuracy = s.accuracy_pass(depth_gt) if has_gt else {
             'skipped': f'no {cfg.gt_topic} in the bag' if cfg.accuracy else 'disabled'}
         diag = s.diag.snapshot()
         report = {
@@ -300,7 +150,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
             r['metrics'][st.MAX_CPU] = res.get('machine_cpu_percent_max')
     finally:
         if proc is not None:
-            _stop_process(proc)
+            stop_process(proc)
         if hasattr(s, 'resources'):
             s.resources.stop()
         executor.shutdown()
@@ -344,8 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--backend', default=d.backend)
     ap.add_argument('--process-res', type=int, default=d.process_res)
     ap.add_argument('--param', action='append', default=[], help='extra node parameter n:=v')
-    for k in ('image_topic', 'info_topic', 'output_topic', 'output_type', 'gt_topic'):
+    for k in ('image_topic', 'info_topic', 'output_topic', 'output_type', 'gt_topic',
+              'pose_topic'):
         ap.add_argument('--' + k.replace('_', '-'), default=getattr(d, k))
+    ap.add_argument('--extra-input-topics', nargs='+', default=[],
+                    help='more bag topics to play with each frame (e.g. the right camera)')
+    ap.add_argument('--pose-gt-baseline', type=float, default=0.0,
+                    help='check --pose-topic against a stereo rig with this baseline (m)')
     ap.add_argument('--prebuffer', type=int, default=d.prebuffer)
     ap.add_argument('--rates', type=float, nargs='+', default=d.rates_hz)
     ap.add_argument('--duration', type=float, default=d.duration_s)
@@ -366,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         model=a.model, weights=a.weights, backend=a.backend, process_res=a.process_res,
         node_params=a.param, image_topic=a.image_topic, info_topic=a.info_topic,
         output_topic=a.output_topic, output_type=a.output_type, gt_topic=a.gt_topic,
+        extra_input_topics=a.extra_input_topics, pose_topic=a.pose_topic,
+        pose_gt_baseline_m=a.pose_gt_baseline,
         prebuffer=a.prebuffer, rates_hz=a.rates, duration_s=a.duration, repeats=a.repeats,
         peak=not a.no_peak, peak_lo_hz=a.peak_lo, peak_hi_hz=a.peak_hi,
         peak_steps=a.peak_steps, warmup_frames=a.warmup, accuracy=not a.no_accuracy)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from tt_depth_ros.tools import demo_outputs as dout
 from tt_depth_ros.tools.bag_io import header_stamp_ns, read_bag
-from tt_depth_ros.tools.benchmark import BenchConfig, _stop_process, run_benchmark
+from tt_depth_ros.tools.bench_session import BenchConfig, stop_process
+from tt_depth_ros.tools.benchmark import run_benchmark
 from tt_depth_ros.tools.demo_weights import RANDOM_TAG, choose_weights
 
 IMAGE, INFO, GT = '/camera/image_raw', '/camera/camera_info', '/camera/depth_gt'
@@ -104,7 +105,7 @@ def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res
                             progress=log, stamp_offset_ns=offset)
         cloud_mon.wait_for(set(sent), 5.0, 2.0)
     finally:
-        _stop_process(proc)
+        stop_process(proc)
         counts = rec.close()
     received = depth_mon.take()
     _need(bool(received), 'the depth node produced no output', log_path)
@@ -182,7 +183,7 @@ def pair_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, baseline_m: 
                     stamp_offset_ns=offset)
         pose_mon.wait_for(set(sent), 3.0, 2.0)
     finally:
-        _stop_process(proc)
+        stop_process(proc)
     T_gt = np.eye(4)
     T_gt[0, 3] = baseline_m          # camera 2 (right) in camera 1: +x by the baseline
     poses = [dout.decode_pose(pose_mon.payloads[s])[0] for s in sent if s in pose_mon.payloads]
