@@ -5,7 +5,11 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from tt_depth_ros.ros.loopback import loopback_profile_path
+
+pytestmark = pytest.mark.ros  # also checked under Kilted (its rclpy probe especially)
 
 KEYS = ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE',
         'FASTRTPS_DEFAULT_PROFILES_FILE', 'ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION')

@@ -25,7 +25,6 @@ from nav_msgs.msg import Path
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from tf2_msgs.msg import TFMessage
 
-from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
 from tt_depth_ros.geometry.scale import METRIC_SOURCES, ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
@@ -169,22 +168,9 @@ class PairNode(PerceptionLifecycleNode):
 
     def _intrinsics(self, key: str, width: int, height: int):
         """(ok, K or None): K at image size from the latest CameraInfo of `key`."""
-        entry = self.camera_infos.get(key)
-        if entry is None:
-            if self.p['camera_info_mode'] == 'wait':
-                self.reject('no_camera_info', f'no CameraInfo received yet for {key} '
-                            "(camera_info_mode='wait'); frame skipped")
-                return False, None
-            return True, None     # focal estimated from the pointmap (pipeline)
-        geom = entry[1]
-        if isinstance(geom, Exception):
-            self.reject('camera_info_invalid', f'{key}: latest CameraInfo is unusable: {geom}')
-            return False, None
-        try:
-            return True, fit_to_image(geom, width, height)[0]
-        except CameraModelError as exc:
-            self.reject('camera_info_size', f'{key}: {exc}')
-            return False, None
+        found = self.camera_K(key, width, height,
+                              fallback='the focal is estimated from the pointmap')
+        return (False, None) if found is None else (True, found[0])
 
     def _decode_with_K(self, msg, key: str):
         rgb = self.decode_image(msg, key)

@@ -325,8 +325,12 @@ class PerceptionLifecycleNode(LifecycleNode):
         self._subs.append(sub)
         return sub
 
-    def camera_K(self, key: str, width: int, height: int):
+    def camera_K(self, key: str, width: int, height: int,
+                 fallback: str = 'using the default focal; the metric scale is unreliable'):
         """Intrinsics for a width x height frame from the latest CameraInfo cached under `key`.
+
+        `fallback` says, in the once-only warning, what replaces the intrinsics when no
+        CameraInfo has arrived in 'default_focal' mode.
 
         Returns:
             None when the frame must be skipped (already reported: no CameraInfo in 'wait' mode,
@@ -340,9 +344,8 @@ class PerceptionLifecycleNode(LifecycleNode):
                 self.reject('no_camera_info', f'no CameraInfo received yet for {key} '
                             "(camera_info_mode='wait'); frame skipped")
                 return None
-            self.get_logger().warning(f'no CameraInfo for {key}: using the default focal; the '
-                                      'metric scale is unreliable (camera_info_mode='
-                                      'default_focal)', once=True)
+            self.get_logger().warning(f'no CameraInfo for {key}: {fallback} '
+                                      '(camera_info_mode=default_focal)', once=True)
             return None, 0.0
         _, geom = entry
         if isinstance(geom, Exception):
