@@ -36,7 +36,12 @@ from tt_depth_ros.ros.pair_params import DUST3R_MODELS, PAIR_PARAMS
 from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
 from tt_depth_ros.ros.pairing import ApproxTimePairer, stamp_to_ns
 from tt_depth_ros.ros.params import ParamSpec
-from tt_depth_ros.ros.perception_node import PerceptionLifecycleNode
+from tt_depth_ros.ros.params import params_markdown as _params_markdown
+from tt_depth_ros.ros.perception_node import (
+    COMMON_PARAMS,
+    PerceptionLifecycleNode,
+    with_defaults,
+)
 from tt_depth_ros.ros.pose_msgs import path_msg, pose_stamped_msg, tf_message
 from tt_depth_ros.ros.stamp_cache import StampedCache
 
@@ -368,6 +373,12 @@ class PairNode(PerceptionLifecycleNode):
                          pairing_resets=sum(st.resets),
                          pair_duplicates=sum(st.duplicates), last_pair_skew_s=st.last_skew_s)
         return extra
+
+
+def params_markdown() -> str:
+    """The pair node's parameter table in Markdown (README material)."""
+    return _params_markdown(with_defaults(COMMON_PARAMS, PairNode.COMMON_DEFAULTS)
+                            + list(PAIR_PARAMS))
 
 
 def main(args: list[str] | None = None) -> int:

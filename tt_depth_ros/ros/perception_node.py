@@ -78,6 +78,12 @@ COMMON_PARAMS = (
 )
 
 
+def with_defaults(specs, defaults: dict) -> list[ParamSpec]:
+    """`specs` with the defaults a subclass overrides (e.g. the pair node's default model)."""
+    return [dataclasses.replace(s, default=defaults[s.name]) if s.name in defaults else s
+            for s in specs]
+
+
 class PerceptionLifecycleNode(LifecycleNode):
     """Lifecycle node owning one engine, one worker thread and a latest-frame mailbox."""
 
@@ -93,9 +99,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         self._diag_timer = None
         super().__init__(node_name, **kwargs)
         self.params = ParamTable(self)
-        for spec in COMMON_PARAMS + tuple(self.node_param_specs()):
-            if spec.name in self.COMMON_DEFAULTS:   # e.g. the pair node's default model
-                spec = dataclasses.replace(spec, default=self.COMMON_DEFAULTS[spec.name])
+        for spec in with_defaults(COMMON_PARAMS, self.COMMON_DEFAULTS) + self.node_param_specs():
             self.params.declare(spec)
         self.p = self.params.values
         self.params.read()
