@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tt_depth_ros.tools.engine_args import add_engine_arguments
+
 FORMATS = ('png16', 'npz', 'npy', 'color', 'ply')
 MODELS = ('da3metric-large', 'da3mono-large', 'da3metric-tiny')
 
@@ -15,16 +17,9 @@ MODELS = ('da3metric-large', 'da3mono-large', 'da3metric-tiny')
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `predict da3` options to `parser`."""
     parser.add_argument('images', nargs='+', help='image files (any format Pillow reads)')
-    parser.add_argument('--model', default='da3metric-large', choices=MODELS,
-                        help='da3metric-large = metres; da3mono-large = relative depth')
-    parser.add_argument('--weights', help='weights file (default: HF cache, else pinned download)')
-    parser.add_argument('--revision', help='Hugging Face revision (default: the pinned one)')
-    parser.add_argument('--offline', action='store_true', help='never download (HF_HUB_OFFLINE)')
-    parser.add_argument('--backend', default='auto',
-                        choices=('auto', 'ttnn', 'torch-cuda', 'torch-cpu'))
-    parser.add_argument('--device-id', type=int, default=0)
-    parser.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'),
-                        help='activation dtype (default float32)')
+    add_engine_arguments(parser, MODELS, 'da3metric-large',
+                         model_help='da3metric-large = metres; da3mono-large = relative depth',
+                         dtype_help='activation dtype (default float32)')
     cam = parser.add_argument_group('intrinsics of the images (pixels); without them the scale '
                                     'is a guess')
     cam.add_argument('--fx', type=float)

@@ -10,6 +10,8 @@ import logging
 import os
 from pathlib import Path
 
+from tt_depth_ros.tools.engine_args import add_engine_arguments
+
 MODELS = ('dust3r-vitl-512-dpt', 'dust3r-tiny')
 
 
@@ -27,15 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `predict dust3r` options to `parser`."""
     parser.add_argument('image1', help='view 1 (the reference camera)')
     parser.add_argument('image2', help='view 2')
-    parser.add_argument('--model', default='dust3r-vitl-512-dpt', choices=MODELS)
-    parser.add_argument('--weights', help='weights file (default: HF cache, else pinned download)')
-    parser.add_argument('--revision', help='Hugging Face revision (default: the pinned one)')
-    parser.add_argument('--offline', action='store_true', help='never download (HF_HUB_OFFLINE)')
-    parser.add_argument('--backend', default='auto',
-                        choices=('auto', 'ttnn', 'torch-cuda', 'torch-cpu'))
-    parser.add_argument('--device-id', type=int, default=0)
-    parser.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'),
-                        help='activation dtype (default float32; heads stay float32)')
+    add_engine_arguments(parser, MODELS, 'dust3r-vitl-512-dpt',
+                         dtype_help='activation dtype (default float32; heads stay float32)')
     cam = parser.add_argument_group('intrinsics (pixels of the given images); without K2 the '
                                     'focal is estimated from the pointmap')
     cam.add_argument('--intrinsics', metavar='FX,FY,CX,CY', help='both images (one camera)')

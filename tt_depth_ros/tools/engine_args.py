@@ -1,0 +1,18 @@
+"""Options every `tt-depth predict` model shares: which network, from where, on what."""
+from __future__ import annotations
+
+import argparse
+
+BACKENDS = ('auto', 'ttnn', 'torch-cuda', 'torch-cpu')
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...], default: str,
+                         *, model_help: str | None = None, dtype_help: str) -> None:
+    """Add --model, --weights, --revision, --offline, --backend, --device-id and --dtype."""
+    parser.add_argument('--model', default=default, choices=models, help=model_help)
+    parser.add_argument('--weights', help='weights file (default: HF cache, else pinned download)')
+    parser.add_argument('--revision', help='Hugging Face revision (default: the pinned one)')
+    parser.add_argument('--offline', action='store_true', help='never download (HF_HUB_OFFLINE)')
+    parser.add_argument('--backend', default='auto', choices=BACKENDS)
+    parser.add_argument('--device-id', type=int, default=0)
+    parser.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help=dtype_help)
