@@ -30,6 +30,7 @@ from tt_depth_ros.geometry import metric_depth as md
 from tt_depth_ros.geometry.colorize import colorize_depth
 from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
 from tt_depth_ros.geometry.depth_cloud import organized_points
+from tt_depth_ros.geometry.depth_postprocess import finish_depth
 
 _log = logging.getLogger(__name__)
 OUTPUTS = ('camera', 'network')
@@ -214,15 +215,12 @@ class DepthPredictor:
                                   'resolution; the metric scale is unreliable')
         else:
             K_net = scale_intrinsics(K_cam, (w, h), (net_w, net_h))
-        if self.is_metric:
-            depth = md.metric_depth(raw['depth'], K_net[0, 0], K_net[1, 1])
-        else:
-            depth = np.asarray(raw['depth'], dtype=np.float32).copy()
+        to_camera = self.output == 'camera'
+        depth = finish_depth(raw['depth'], raw['sky'], K_net, metric=self.is_metric,
+                             sky_threshold=self.sky_threshold, sky_mode=self.sky_mode,
+                             max_depth_m=self.max_depth_m, out_hw=(h, w) if to_camera else None)
         sky = md.sky_mask(raw['sky'], self.sky_threshold)
-        depth = md.apply_sky(depth, raw['sky'], self.sky_threshold, self.sky_mode)
-        depth = md.clip_max_depth(depth, self.max_depth_m)
-        if self.output == 'camera':
-            depth = md.resize_depth(depth, (h, w))
+        if to_camera:
             sky = cv2.resize(sky.astype(np.uint8), (w, h),
                              interpolation=cv2.INTER_NEAREST_EXACT).astype(bool)
             K_out, img_out = K_cam, rgb

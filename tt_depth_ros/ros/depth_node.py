@@ -17,14 +17,8 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from tt_depth_ros.geometry.colorize import colorize_depth
 from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
-from tt_depth_ros.geometry.metric_depth import (
-    SKY_MODES,
-    apply_sky,
-    clip_max_depth,
-    default_intrinsics,
-    metric_depth,
-    resize_depth,
-)
+from tt_depth_ros.geometry.depth_postprocess import finish_depth
+from tt_depth_ros.geometry.metric_depth import SKY_MODES, default_intrinsics
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.cloud_msg import depth_cloud_msg
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, rgb_image_msg
@@ -159,13 +153,13 @@ class DepthNode(PerceptionLifecycleNode):
         out = self.engine.infer(img_net)
         t.append(time.perf_counter())
         K_net = scale_intrinsics(K_img, (width, height), (net[1], net[0]))
-        depth = metric_depth(out['depth'], K_net[0, 0], K_net[1, 1])
-        if 'sky' in out:
-            depth = apply_sky(depth, out['sky'], self.p['sky_threshold'], self.p['sky_mode'])
-        if self.p['max_depth_m'] > 0:
-            depth = clip_max_depth(depth, self.p['max_depth_m'])
-        if self.p['output_resolution'] == 'camera':
-            depth, K_out, color = resize_depth(depth, (height, width)), K_img, rgb
+        to_camera = self.p['output_resolution'] == 'camera'
+        depth = finish_depth(out['depth'], out.get('sky'), K_net,
+                             sky_threshold=self.p['sky_threshold'], sky_mode=self.p['sky_mode'],
+                             max_depth_m=self.p['max_depth_m'],
+                             out_hw=(height, width) if to_camera else None)
+        if to_camera:
+            K_out, color = K_img, rgb
         else:
             K_out, color = K_net, img_net
             tx = tx * K_net[0, 0] / K_img[0, 0]
