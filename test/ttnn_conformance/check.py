@@ -46,8 +46,10 @@ def find_python312() -> str:
     cands = [os.environ.get('TTNN_CONFORMANCE_PYTHON'), shutil.which('python3.12')]
     pyenv_root = os.environ.get('PYENV_ROOT', os.path.expanduser('~/.pyenv'))
     cands += sorted(glob.glob(os.path.join(pyenv_root, 'versions', '3.12*', 'bin', 'python')))
-    for c in cands:
-        if c and os.path.exists(c):
+    for c in cands:   # a pyenv shim exists on PATH even when it cannot run 3.12: try each
+        if c and os.path.exists(c) and subprocess.run(
+                [c, '-c', 'import sys; assert sys.version_info[:2] == (3, 12)'],
+                capture_output=True).returncode == 0:
             return c
     raise ConformanceUnavailable('python3.12 not found (PATH, pyenv, $TTNN_CONFORMANCE_PYTHON); '
                                  'ttnn 0.81.1 ships cp310/cp312 wheels only')
