@@ -1,4 +1,5 @@
 """Metric scale, sky, range and validity-preserving resampling (geometry/metric_depth.py)."""
+import cv2
 import numpy as np
 import pytest
 
@@ -89,3 +90,30 @@ def test_resize_depth_keeps_constant_and_identity():
     assert same is not d and np.isnan(same[0, 0]) and same[1, 1] == 4.25
     with pytest.raises(ValueError, match=r'\(H, W\)'):
         resize_depth(np.ones((2, 2, 1)), (4, 4))
+
+
+def _masked_bilinear_reference(d, out_hw):
+    """The documented semantics written out plainly (no shortcuts, no caches)."""
+    dsize = (out_hw[1], out_hw[0])
+    valid = np.isfinite(d)
+    num = cv2.resize(np.where(valid, d, 0.0).astype(np.float32), dsize,
+                     interpolation=cv2.INTER_LINEAR)
+    den = cv2.resize(valid.astype(np.float32), dsize, interpolation=cv2.INTER_LINEAR)
+    out = cv2.resize(d, dsize, interpolation=cv2.INTER_NEAREST_EXACT)
+    ok = np.isfinite(out) & (den > 1e-6)
+    out[ok] = num[ok] / den[ok]
+    return out
+
+
+@pytest.mark.parametrize('in_hw,out_hw', [((378, 504), (480, 640)), ((280, 504), (720, 1280)),
+                                          ((28, 42), (100, 37)), ((5, 3), (1, 1))])
+def test_resize_depth_bit_exact_to_masked_formula(in_hw, out_hw):
+    rng = np.random.default_rng(1)
+    d = rng.uniform(0.2, 80.0, in_hw).astype(np.float32)
+    for _ in range(2):          # all finite (cached weight sums, 2nd call hits the cache)
+        np.testing.assert_array_equal(resize_depth(d, out_hw).view(np.uint32),
+                                      _masked_bilinear_reference(d, out_hw).view(np.uint32))
+    d[:in_hw[0] // 4] = np.inf
+    d[rng.random(in_hw) < 0.1] = np.nan
+    np.testing.assert_array_equal(resize_depth(d, out_hw).view(np.uint32),
+                                  _masked_bilinear_reference(d, out_hw).view(np.uint32))

@@ -110,7 +110,8 @@ def resize_depth(depth: np.ndarray, out_hw: tuple[int, int]) -> np.ndarray:
     over the *finite* neighbours only, with weights renormalised to sum to 1. A pixel whose nearest
     source pixel (INTER_NEAREST_EXACT) is NaN or Inf takes that value, so sky and invalid regions
     keep their shape and code. Depth values are not rescaled (planar depth does not change with
-    resolution; only K does - see `scale_intrinsics`).
+    resolution; only K does - see `scale_intrinsics`). An all-finite map (the common case) needs
+    only the depth resample: its weight sums are cached per shape and the result is bit-identical.
 
     Args:
         depth: (H, W) float depth, NaN invalid, +Inf sky / no return.
@@ -129,11 +130,36 @@ def resize_depth(depth: np.ndarray, out_hw: tuple[int, int]) -> np.ndarray:
         return depth.copy()
     dsize = (out_w, out_h)
     valid = np.isfinite(depth)
-    num = cv2.resize(np.where(valid, depth, 0.0).astype(np.float32), dsize,
-                     interpolation=cv2.INTER_LINEAR)
-    den = cv2.resize(valid.astype(np.float32), dsize, interpolation=cv2.INTER_LINEAR)
-    nearest = cv2.resize(depth, dsize, interpolation=cv2.INTER_NEAREST_EXACT)
-    out = nearest.copy()
-    ok = np.isfinite(nearest) & (den > 1e-6)
-    out[ok] = num[ok] / den[ok]
+    if valid.all():     # the common frame: no sky, no holes - skip the mask resamples
+        num = cv2.resize(depth, dsize, interpolation=cv2.INTER_LINEAR)
+        den = _all_valid_weights(depth.shape, dsize)
+        if den is None:     # weights sum to exactly 1 everywhere: num / 1 == num
+            return num
+    else:
+        num = cv2.resize(np.where(valid, depth, np.float32(0.0)), dsize,
+                         interpolation=cv2.INTER_LINEAR)
+        den = cv2.resize(valid.astype(np.float32), dsize, interpolation=cv2.INTER_LINEAR)
+    out = cv2.resize(depth, dsize, interpolation=cv2.INTER_NEAREST_EXACT)
+    ok = np.isfinite(out)
+    ok &= den > 1e-6
+    np.divide(num, den, out=out, where=ok)
     return out
+
+
+_WEIGHTS_CACHE: dict[tuple, Optional[np.ndarray]] = {}
+
+
+def _all_valid_weights(in_hw: tuple[int, int], dsize: tuple[int, int]) -> Optional[np.ndarray]:
+    """Bilinear weight sum of an all-valid map (cached per shape pair); None when exactly 1.
+
+    It is what `resize_depth` would compute from an all-ones validity mask, so using it gives the
+    same bits; when every sum is exactly 1 the division is the identity and is skipped.
+    """
+    key = (tuple(in_hw), tuple(dsize))
+    if key not in _WEIGHTS_CACHE:
+        if len(_WEIGHTS_CACHE) >= 16:   # bounded: a node sees one or two camera sizes
+            _WEIGHTS_CACHE.clear()
+        den = cv2.resize(np.ones(in_hw, np.float32), dsize, interpolation=cv2.INTER_LINEAR)
+        den.flags.writeable = False
+        _WEIGHTS_CACHE[key] = None if (den == 1.0).all() else den
+    return _WEIGHTS_CACHE[key]
