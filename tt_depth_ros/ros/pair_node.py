@@ -7,7 +7,15 @@ PerceptionLifecycleNode base). Modes:
 - `temporal`: image + camera_info of one camera; each frame is paired with the current keyframe,
   poses chain keyframe to keyframe (geometry/keyframes.py) in an odom-like frame.
 Per pair (ros/pair_pipeline.py): preprocess -> engine -> PnP of camera 2 with its K at network
-resolution -> scale -> outputs. A failed or weak PnP publishes no pose and no TF for that pair.
+resolution -> scale -> outputs. A failed or weak PnP publishes no pose and no TF for that pair;
+in stereo mode its cloud (and depth) are still published, so it is counted in `pnp_failures`, not
+as a skipped frame (temporal mode cannot place the frame without the pose and skips it).
+Stereo inputs keep a history of at least `pair_queue_size` images per camera: with depth 1 a camera
+publishing twice before the executor takes the first (a bag replay, a stalled executor) would lose
+that frame inside the middleware, uncounted, and orphan its partner. Latest-wins applies to pairs
+(the mailbox). Accounting in /diagnostics, per camera: received_cameraN = pairs + unpaired_cameraN
++ queued_cameraN + duplicates; per pair: pairs = published + dropped_mailbox + skipped (rejected_*
+from the worker, one reason per pair) + errors, up to the one in flight.
 Scale semantics (geometry/scale.py): `depth` is 32FC1 metres and is published only with a metric
 scale (baseline or depth); without one, `depth_unscaled` carries DUSt3R-unit depth if
 `publish_unscaled_depth` is set, never `depth`. Points and poses carry the active units, which
@@ -141,6 +149,13 @@ class PairNode(PerceptionLifecycleNode):
             self._subs.append(self.create_subscription(Image, 'metric_depth', self._on_metric,
                                                        self.input_qos()))
 
+    def input_qos(self):
+        """Input QoS; stereo keeps >= pair_queue_size messages (see the module docstring)."""
+        qos = super().input_qos()
+        if self.p['mode'] == 'stereo':
+            qos.depth = max(qos.depth, self.p['pair_queue_size'])
+        return qos
+
     # ---- executor side --------------------------------------------------------------------
     def _on_stereo(self, side: int, msg) -> None:
         self.stats.on_input()
@@ -191,6 +206,7 @@ class PairNode(PerceptionLifecycleNode):
             self.reject('size', str(exc))
             return None
         self.ensure_prepared(plan.net_hw)
+        self.pipeline.set_conf_threshold(self.p['conf_threshold'])   # runtime parameter
         try:
             return self.pipeline.run(rgb1, rgb2, K1, K2)
         except ValueError as exc:
@@ -211,7 +227,8 @@ class PairNode(PerceptionLifecycleNode):
         now = self.get_clock().now().nanoseconds
         self.stats.on_output((now - stamp_to_ns(header.stamp)) / 1e9, stages)
 
-    def _pose_ok(self, result) -> bool:
+    def _pose_ok(self, result, skips_frame: bool) -> bool:
+        """Record the PnP outcome; a failure is a skipped frame only when `skips_frame`."""
         pose = result.pose
         with self._info_lock:
             self._info.update(pnp_inliers=pose.inliers,
@@ -221,8 +238,12 @@ class PairNode(PerceptionLifecycleNode):
             self._info['pnp_ok' if pose.success else 'pnp_failures'] += 1
             if not pose.success:
                 self._info['last_pnp_failure'] = pose.reason
-        if not pose.success:
-            self.reject('pnp', f'no pose for this pair (no pose/TF published): {pose.reason}')
+        if not pose.success and skips_frame:
+            self.reject('pnp', f'no pose for this frame (nothing published): {pose.reason}')
+        elif not pose.success:
+            self.get_logger().warning(
+                f'no pose/TF for this pair (cloud still published): {pose.reason}',
+                throttle_duration_sec=self.p['bad_input_log_period'])
         return pose.success
 
     def _scale_ok(self, scale: ScaleResult) -> bool:
@@ -238,14 +259,15 @@ class PairNode(PerceptionLifecycleNode):
 
     def _process_stereo(self, pair):
         m1, m2 = pair.first, pair.second
-        v1, v2 = self._decode_with_K(m1, 'camera1'), self._decode_with_K(m2, 'camera2')
-        if v1 is None or v2 is None:
+        v1 = self._decode_with_K(m1, 'camera1')   # one reject (reason) per skipped pair
+        v2 = None if v1 is None else self._decode_with_K(m2, 'camera2')
+        if v2 is None:
             return None
         result = self._run(v1[0], v1[1], v2[0], v2[1])
         if result is None:
             return None
         self._last_stages = dict(result.timings)
-        pose_ok = self._pose_ok(result)
+        pose_ok = self._pose_ok(result, skips_frame=False)
         metric = self._metric_for(pair.stamp_ns_1)
         scale = self.pipeline.stereo_scale(result, metric)
         if not self._scale_ok(scale):
@@ -284,7 +306,7 @@ class PairNode(PerceptionLifecycleNode):
         if result is None:
             return None
         self._last_stages = dict(result.timings)
-        if not self._pose_ok(result):
+        if not self._pose_ok(result, skips_frame=True):
             return None
         z_key = result.pts1[..., 2]
         scale = self.chain.pair_scale(z_key, result.mask1)
@@ -369,7 +391,10 @@ class PairNode(PerceptionLifecycleNode):
             rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and \
                 times[-1] > times[0] else 0.0
             extra.update(pairs=st.pairs, pairing_rate_hz=f'{rate:.2f}',
+                         received_camera1=st.received[0], received_camera2=st.received[1],
                          unpaired_camera1=st.unpaired[0], unpaired_camera2=st.unpaired[1],
+                         queued_camera1=st.queued[0], queued_camera2=st.queued[1],
+                         input_history_depth=self.input_qos().depth,
                          pairing_resets=sum(st.resets),
                          pair_duplicates=sum(st.duplicates), last_pair_skew_s=st.last_skew_s)
         return extra

@@ -8,6 +8,7 @@ DUSt3R units) and the scaled outputs (depth maps, fused cloud in any frame).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +105,13 @@ class PairPipeline:
             conf_threshold=settings.conf_threshold, reproj_px=settings.pnp_reproj_px,
             iterations=settings.pnp_iterations, min_inliers=settings.pnp_min_inliers,
             min_inlier_ratio=settings.pnp_min_inlier_ratio)
+
+    def set_conf_threshold(self, value: float) -> None:
+        """Apply a new confidence threshold (a runtime parameter) to the masks and PnP."""
+        if value != self.s.conf_threshold:
+            self.s = dataclasses.replace(self.s, conf_threshold=float(value))
+            if self.predictor is not None:
+                self.predictor.pnp['conf_threshold'] = float(value)
 
     def plan_for(self, width: int, height: int) -> Dust3rPlan:
         """Resize/crop plan of a camera size (cached: a stream keeps its resolution)."""
