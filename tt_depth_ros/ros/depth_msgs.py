@@ -2,7 +2,8 @@
 
 Mirrors depth_image_proc's depth traits: float metres with NaN invalid / +Inf no return, or uint16
 millimetres with 0 invalid (NaN, +-Inf, <= 0 and values beyond 65.535 m all map to 0 because the
-format cannot express them). The message buffer is filled with one memcpy from the numpy array.
+format cannot express them). The message buffer is filled with one memcpy from the numpy array
+(and not copied again on assignment: see `no_copy_kwargs`).
 """
 from __future__ import annotations
 
@@ -14,8 +15,22 @@ from sensor_msgs.msg import Image
 DEPTH_ENCODINGS = ('32FC1', '16UC1')
 
 
+def no_copy_kwargs(msg_type: type) -> dict:
+    """Constructor kwargs under which assigning an array('B') to `msg.data` stores it, uncopied.
+
+    Generated Python messages (rosidl_python, Jazzy and later) copy an assigned array.array
+    element buffer unless the message checks its fields (`check_fields=True`, the per-message form
+    of ROS_PYTHON_CHECK_FIELDS=1); a checking message keeps the array as is (after asserting its
+    typecode). Generators without that argument get none.
+    """
+    return {'check_fields': True} if '_check_fields' in getattr(msg_type, '__slots__', ()) else {}
+
+
 def fill_image_data(msg: Image, arr: np.ndarray) -> Image:
-    """Copy a numpy array into msg.data with one memcpy; sets is_bigendian; returns msg."""
+    """Copy a numpy array into msg.data with one memcpy; sets is_bigendian; returns msg.
+
+    The memcpy is the only copy when msg was built with `no_copy_kwargs(Image)`.
+    """
     arr = np.ascontiguousarray(arr)
     buf = array.array('B')
     buf.frombytes(memoryview(arr).cast('B'))
@@ -52,7 +67,8 @@ def depth_image_msg(depth: np.ndarray, header, encoding: str = '32FC1') -> Image
     else:
         data = depth_to_millimetres(depth)
     msg = Image(header=header, height=int(depth.shape[0]), width=int(depth.shape[1]),
-                encoding=encoding, step=int(depth.shape[1] * data.itemsize))
+                encoding=encoding, step=int(depth.shape[1] * data.itemsize),
+                **no_copy_kwargs(Image))
     return fill_image_data(msg, data)
 
 
@@ -61,7 +77,7 @@ def rgb_image_msg(rgb: np.ndarray, header) -> Image:
     if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
         raise ValueError(f'rgb must be (H, W, 3) uint8, got {rgb.shape} {rgb.dtype}')
     msg = Image(header=header, height=int(rgb.shape[0]), width=int(rgb.shape[1]),
-                encoding='rgb8', step=int(rgb.shape[1] * 3))
+                encoding='rgb8', step=int(rgb.shape[1] * 3), **no_copy_kwargs(Image))
     return fill_image_data(msg, rgb)
 
 
