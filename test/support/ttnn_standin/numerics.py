@@ -28,6 +28,11 @@ def exact_arithmetic():
         _EXACT['on'] = False
 
 
+def exact_on() -> bool:
+    """True inside `exact_arithmetic()`."""
+    return _EXACT['on']
+
+
 def round_bf16(x: torch.Tensor) -> torch.Tensor:
     """Round float32 to the nearest bfloat16 (ties to even), returned as float32."""
     return x.to(torch.float32).to(torch.bfloat16).to(torch.float32)

@@ -12,6 +12,7 @@ import torch
 
 from . import numerics
 from .launch import launch
+from .ops_math import tf32_operand
 from .tensor import Tensor
 from .types import DataType, Layout, UnaryOpType
 
@@ -85,6 +86,7 @@ def _conv(name, *, input_tensor, weight_tensor, device, in_channels, out_channel
     inputs = [x, w] + ([b] if b is not None else [])
 
     def fn(d):
+        d = [tf32_operand(d[0], x.dtype), tf32_operand(d[1], w.dtype)] + list(d[2:])
         v = numerics.unpad(d[0], tuple(x.shape)).reshape(batch_size, input_height, input_width,
                                                          in_channels).permute(0, 3, 1, 2)
         bias = d[2].reshape(-1) if b is not None else None

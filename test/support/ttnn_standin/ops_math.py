@@ -6,6 +6,8 @@ tt-buda's phase description: phase 0 multiplies the operands' mantissa MSBs; HiF
 LSBs, HiFi3 in1's LSBs, HiFi4 everything; MSBs assumed = hidden bit + 4 bits for in0 and hidden
 bit + 6 bits for in1). Without `fp32_dest_acc_en`, partial sums are rounded to bf16 after every
 32-deep K block. Neither model is bit-exact; they exist to rank the precision knobs.
+float32 matmul operands enter the FPU's 19-bit source registers as TF32 (tenstorrent/tt-metal
+#31493): they keep 10 explicit mantissa bits here (truncated, the pessimistic choice).
 """
 from __future__ import annotations
 
@@ -31,6 +33,13 @@ def _truncate(x: torch.Tensor, keep_bits: int) -> torch.Tensor:
     bits = x.contiguous().view(torch.int32)
     mask = ~((1 << (23 - keep_bits)) - 1)
     return (bits & mask).view(torch.float32)
+
+
+def tf32_operand(x: torch.Tensor, dtype) -> torch.Tensor:
+    """What the FPU sees of a matmul/conv operand stored as `dtype` (float32 -> TF32)."""
+    if dtype != DataType.FLOAT32 or x.is_meta or numerics.exact_on():
+        return x
+    return _truncate(x, 10)
 
 
 def _fidelity_product(a, b, fidelity):
@@ -99,7 +108,8 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
     inputs = [a, b] + ([bias] if bias is not None else [])
 
     def fn(d):
-        y = _matmul_data(d[0], d[1], compute_kernel_config)
+        y = _matmul_data(tf32_operand(d[0], a.dtype), tf32_operand(d[1], b.dtype),
+                         compute_kernel_config)
         if bias is not None:
             y = y + d[2][..., :1, :]                       # row 0 of the (1, N) bias tile
         if activation == 'gelu':

@@ -12,7 +12,7 @@ import torch
 
 from . import numerics
 from .launch import launch
-from .ops_math import _require_tile
+from .ops_math import _require_tile, tf32_operand
 from .types import Layout
 
 TILE = numerics.TILE
@@ -95,6 +95,7 @@ def scaled_dot_product_attention(input_tensor_q, input_tensor_k, input_tensor_v,
     sc = 1.0 / math.sqrt(dh) if scale is None else float(scale)
 
     def fn(d):
+        d = [tf32_operand(x, t.dtype) for x, t in zip(d[:3], (q, k, v))] + list(d[3:])
         att = torch.matmul(d[0], d[1].transpose(-2, -1)) * sc
         if attn_mask is not None:
             att = att + d[3]

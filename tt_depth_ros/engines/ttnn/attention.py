@@ -75,11 +75,11 @@ class TtAttention:
         self.heads, self.dh = params['heads'], params['dh']
         self.cross = 'kv' in params
         if self.cross:
-            self.q = TtLinear(ctx, *params['q'])
-            self.kv = TtLinear(ctx, *params['kv'])
+            self.q = TtLinear(ctx, *params['q'], out='inner')
+            self.kv = TtLinear(ctx, *params['kv'], out='inner')
         else:
-            self.qkv = TtLinear(ctx, *params['qkv'])
-        self.proj = TtLinear(ctx, *params['proj'])
+            self.qkv = TtLinear(ctx, *params['qkv'], out='inner')
+        self.proj = TtLinear(ctx, *params['proj'], group='folded', out='residual')
 
     def __call__(self, x, shape_state, rope=None, y=None):
         """X (1, S, D) [and y (1, S, D) for cross attention] -> (1, S, D)."""

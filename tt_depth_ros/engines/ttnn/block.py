@@ -1,7 +1,8 @@
 """Pre-norm transformer block and MLP on device (torch `models/layers/block.py`, `mlp.py`).
 
 x += ls1 * proj(attn(LN1(x))); x += ls2 * fc2(GELU(fc1(LN2(x)))). LayerScale is folded into
-proj/fc2 at conversion; GELU (exact erf) is fused into fc1.
+proj/fc2 at conversion; GELU (exact erf) is fused into fc1. Under a float32 preset x, the LN
+outputs and the proj/fc2 outputs are float32 while q/k/v and the MLP hidden are `inner` dtype.
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ def mlp_params(sd, prefix: str, gamma=None) -> dict:
 class TtMlp:
     def __init__(self, ctx, params: dict):
         self.ctx = ctx
-        self.fc1 = TtLinear(ctx, *params['fc1'], activation='gelu')
-        self.fc2 = TtLinear(ctx, *params['fc2'])
+        self.fc1 = TtLinear(ctx, *params['fc1'], activation='gelu', out='inner')
+        self.fc2 = TtLinear(ctx, *params['fc2'], group='folded', out='residual')
 
     def __call__(self, x):
         h = self.fc1(x)

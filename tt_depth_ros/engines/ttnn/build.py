@@ -34,7 +34,8 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     Args:
         model: 'da3metric-large', 'da3mono-large', 'dust3r-vitl-512-dpt' or a tiny test config.
         device_id: Tenstorrent device index.
-        dtype: Precision preset (precision.PRESETS; None = 'bfloat16').
+        dtype: Precision preset (precision.PRESETS; None = the family's default,
+            precision.DEFAULTS).
         weights: Explicit weights file (else HF cache / pinned download).
         revision: Hub revision for weight resolution.
         config: Model config override (tests).
@@ -44,7 +45,7 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     net_cls, cfg, map_sd = _family(model, config)
     if cfg is None:
         raise ValueError(f'ttnn backend: no config for {model!r}')
-    precision = parse_precision(dtype)
+    precision = parse_precision(dtype, 'da3' if model.startswith('da3') else 'dust3r')
     if state_dict is None:
         from tt_depth_ros.engines.weights import read_state_dict, resolve_weights
         state_dict = read_state_dict(resolve_weights(model, weights, revision))

@@ -54,18 +54,27 @@ def linear_params(weight: torch.Tensor, bias: torch.Tensor | None,
 
 
 class TtLinear:
-    """y = x W^T + b on device, weights in the precision's dtype, HiFi4/fp32-acc by default."""
+    """y = x W^T + b on device, HiFi4/fp32-acc by default.
 
-    def __init__(self, ctx, w_t: torch.Tensor, b: torch.Tensor | None, activation=None):
+    Args: ctx, w_t [in, out], b (1, out) or None, activation ('gelu'/'relu'), group (weight
+    group of precision.py: float32 weights when the preset names it), out ('residual', 'head',
+    'inner': output dtype from the preset; None = the input's dtype).
+    """
+
+    def __init__(self, ctx, w_t: torch.Tensor, b: torch.Tensor | None, activation=None,
+                 group: str | None = None, out: str | None = None):
+        ttnn = ctx.ttnn
         self.ctx = ctx
-        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ctx.ttnn))
-        self.bias = None if b is None else upload_weight(ctx, b)
+        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ttnn, group))
+        self.bias = None if b is None else upload_weight(
+            ctx, b, ctx.precision.bias_dtype(ttnn, group))
         self.activation = activation
+        self.out_dtype = None if out is None else ctx.precision.act(ttnn, out)
 
     def __call__(self, x, program_config=None):
         ttnn = self.ctx.ttnn
         return ttnn.linear(x, self.weight, bias=self.bias, activation=self.activation,
-                           compute_kernel_config=self.ctx.matmul_config(),
+                           dtype=self.out_dtype, compute_kernel_config=self.ctx.matmul_config(),
                            program_config=program_config, memory_config=ttnn.DRAM_MEMORY_CONFIG)
 
     def release(self) -> None:
@@ -77,13 +86,17 @@ class TtLinear:
 
 
 class TtLayerNorm:
-    """LayerNorm with an explicit eps (ttnn defaults to 1e-12; spec/ttnn.md §5)."""
+    """LayerNorm with an explicit eps (ttnn defaults to 1e-12; spec/ttnn.md §5).
+
+    Output dtype = input dtype; gamma/beta are float32 when the preset names group 'norm'.
+    """
 
     def __init__(self, ctx, weight: torch.Tensor, bias: torch.Tensor, eps: float):
         self.ctx = ctx
         self.eps = float(eps)
-        self.weight = upload_weight(ctx, weight.detach()[None])
-        self.bias = upload_weight(ctx, bias.detach()[None])
+        dt = ctx.precision.bias_dtype(ctx.ttnn, 'norm')
+        self.weight = upload_weight(ctx, weight.detach()[None], dt)
+        self.bias = upload_weight(ctx, bias.detach()[None], dt)
 
     def __call__(self, x, residual=None):
         ttnn = self.ctx.ttnn

@@ -11,10 +11,15 @@ import torch
 
 
 class TtConv2d:
-    """A 2-D (transposed) convolution. Args: weight OIHW (IOHW if transposed), bias or None."""
+    """A 2-D (transposed) convolution.
+
+    Args: weight OIHW (IOHW if transposed), bias or None, stride, padding, transposed, relu,
+    group (weight group of precision.py), out (output dtype: 'head' or 'residual' activations).
+    """
 
     def __init__(self, ctx, weight: torch.Tensor, bias, stride=1, padding=0,
-                 transposed: bool = False, relu: bool = False):
+                 transposed: bool = False, relu: bool = False, group: str | None = None,
+                 out: str = 'head'):
         ttnn = ctx.ttnn
         self.ctx = ctx
         self.transposed = transposed
@@ -27,6 +32,8 @@ class TtConv2d:
         self.host_b = None if bias is None else ttnn.from_torch(
             bias.detach().to(torch.float32).reshape(1, 1, 1, -1), dtype=ttnn.float32)
         self.relu = relu
+        self.weights_dtype = ctx.precision.weights_dtype(ttnn, group)
+        self.out_dtype = ctx.precision.act(ttnn, out)
         self.prepared: dict[tuple[int, int], tuple] = {}
 
     def out_hw(self, h: int, w: int) -> tuple[int, int]:
@@ -39,7 +46,7 @@ class TtConv2d:
         """X (1, 1, H*W, Cin) -> (1, 1, Ho*Wo, Cout)."""
         ttnn = self.ctx.ttnn
         cfg = ttnn.Conv2dConfig(
-            weights_dtype=self.ctx.precision.weights_dtype(ttnn),
+            weights_dtype=self.weights_dtype,
             activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU) if self.relu else None)
         ready = self.prepared.get(hw)
         w, b = ready if ready is not None else (self.host_w, self.host_b)
@@ -48,7 +55,7 @@ class TtConv2d:
             input_tensor=x, weight_tensor=w, bias_tensor=b, device=self.ctx.device,
             in_channels=self.in_ch, out_channels=self.out_ch, batch_size=1,
             input_height=hw[0], input_width=hw[1], kernel_size=self.k, stride=self.stride,
-            padding=self.padding, dtype=ttnn.bfloat16, conv_config=cfg,
+            padding=self.padding, dtype=self.out_dtype, conv_config=cfg,
             compute_config=self.ctx.matmul_config(), return_weights_and_bias=True)
         if ready is None:
             self.prepared[hw] = (w_dev, b_dev)

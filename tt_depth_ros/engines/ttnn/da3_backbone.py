@@ -47,7 +47,7 @@ class TtDA3Backbone:
         self.ctx, self.cfg = ctx, cfg
         w, b = fold_normalisation(sd[P + 'patch_embed.proj.weight'],
                                   sd[P + 'patch_embed.proj.bias'], MEAN, STD)
-        self.patch = TtConv2d(ctx, w, b, stride=cfg.patch_size)
+        self.patch = TtConv2d(ctx, w, b, stride=cfg.patch_size, group='patch', out='residual')
         last = max(cfg.out_layers)
         self.blocks = [TtBlock(ctx, sd, f'{P}blocks.{i}.', cfg.num_heads, cfg.block_norm_eps,
                                layer_scale=True) for i in range(last + 1)]
@@ -57,10 +57,11 @@ class TtDA3Backbone:
 
     def shape_constants(self, sc) -> dict:
         pos, tail = token_constants(self.sd, self.cfg, sc)
-        return {'pos': upload(self.ctx, pos), 'tail': upload(self.ctx, tail)}
+        dt = self.ctx.precision.act(self.ctx.ttnn, 'residual')
+        return {'pos': upload(self.ctx, pos, dt), 'tail': upload(self.ctx, tail, dt)}
 
     def __call__(self, img, sc, state):
-        """Img (1, 1, H*W, 3) bf16 TILE -> 4 taps (1, 1, h0*w0, D) bf16."""
+        """Img (1, 1, H*W, 3) bf16 TILE -> 4 taps (1, 1, h0*w0, D) in the residual dtype."""
         ttnn = self.ctx.ttnn
         n = sc.grid_h * sc.grid_w
         patches = self.patch(img, (sc.height, sc.width))           # (1, 1, n, D)

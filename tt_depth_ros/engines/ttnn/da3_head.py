@@ -3,6 +3,7 @@
 The depth and sky branches are merged: output_conv2.0 and sky_output_conv2.0 become one 3x3 conv
 (128 -> 2*32, ReLU fused) and the two 1x1 convs one block-diagonal linear (64 -> 2), exactly the
 same sums. Activations run in fp32 on device: column 0 -> exp (depth), column 1 -> relu (sky).
+Head activations and weights follow the preset's 'head' dtype / weight group (precision.py).
 """
 from __future__ import annotations
 
@@ -38,22 +39,22 @@ def level_sizes(h0: int, w0: int):
 class TtDA3Head:
     def __init__(self, ctx, sd, cfg):
         self.ctx, self.cfg = ctx, cfg
-        self.projects = [TtLinear(ctx, *conv1x1_params(sd, f'{H}projects.{i}.'))
-                         for i in range(4)]
+        self.projects = [TtLinear(ctx, *conv1x1_params(sd, f'{H}projects.{i}.'), group='head',
+                                  out='head') for i in range(4)]
         self.resize_layers = [
             TtConv2d(ctx, sd[H + 'resize_layers.0.weight'], sd[H + 'resize_layers.0.bias'],
-                     stride=4, transposed=True),
+                     stride=4, transposed=True, group='head'),
             TtConv2d(ctx, sd[H + 'resize_layers.1.weight'], sd[H + 'resize_layers.1.bias'],
-                     stride=2, transposed=True),
+                     stride=2, transposed=True, group='head'),
             None,
             TtConv2d(ctx, sd[H + 'resize_layers.3.weight'], sd[H + 'resize_layers.3.bias'],
-                     stride=2, padding=1)]
+                     stride=2, padding=1, group='head')]
         self.fusion = TtDPTFusion(ctx, sd, S, refinenet4_skip_unit=False)
         self.output_conv1 = TtConv2d(ctx, sd[S + 'output_conv1.weight'],
-                                     sd[S + 'output_conv1.bias'], padding=1)
+                                     sd[S + 'output_conv1.bias'], padding=1, group='head')
         (w3, b3), lin = merged_output_params(sd)
-        self.out3 = TtConv2d(ctx, w3, b3, padding=1, relu=True)
-        self.out1 = TtLinear(ctx, *lin)
+        self.out3 = TtConv2d(ctx, w3, b3, padding=1, relu=True, group='head')
+        self.out1 = TtLinear(ctx, *lin, group='head', out='head')
 
     def shape_constants(self, sc) -> dict:
         """Resize matrices ('to_skip_size': l4->l3->l2->l1, then x2, then to (H, W)); masks."""
@@ -96,8 +97,11 @@ class TtDA3Head:
         ttnn.deallocate(full)
         logits = self.out1(hid)
         ttnn.deallocate(hid)
-        lg = ttnn.typecast(logits, ttnn.float32)
-        ttnn.deallocate(logits)
+        if logits.dtype == ttnn.float32:          # float32 head presets
+            lg = logits
+        else:
+            lg = ttnn.typecast(logits, ttnn.float32)
+            ttnn.deallocate(logits)
         e, r = ttnn.exp(lg), ttnn.relu(lg)
         ttnn.deallocate(lg)
         a, b = ttnn.multiply(e, state['m_depth']), ttnn.multiply(r, state['m_sky'])

@@ -20,9 +20,9 @@ class TtResidualConvUnit:
     def __init__(self, ctx, sd, prefix: str):
         self.ctx = ctx
         self.conv1 = TtConv2d(ctx, sd[prefix + 'conv1.weight'], sd[prefix + 'conv1.bias'],
-                              padding=1, relu=True)
+                              padding=1, relu=True, group='head')
         self.conv2 = TtConv2d(ctx, sd[prefix + 'conv2.weight'], sd[prefix + 'conv2.bias'],
-                              padding=1)
+                              padding=1, group='head')
 
     def __call__(self, x, hw):
         ttnn = self.ctx.ttnn
@@ -46,7 +46,7 @@ class TtFeatureFusionBlock:
         self.rcu1 = TtResidualConvUnit(ctx, sd, prefix + 'resConfUnit1.') if with_skip_unit \
             else None
         self.rcu2 = TtResidualConvUnit(ctx, sd, prefix + 'resConfUnit2.')
-        self.out_conv = TtLinear(ctx, *conv1x1_params(sd, prefix + 'out_conv.'))
+        self.out_conv = TtLinear(ctx, *conv1x1_params(sd, prefix + 'out_conv.'), group='head')
 
     def __call__(self, x, hw, resize, skip=None):
         """x, skip at hw; `resize` is this block's per-shape TtResize."""
@@ -76,8 +76,8 @@ class TtDPTFusion:
 
     def __init__(self, ctx, sd, prefix: str, refinenet4_skip_unit: bool):
         self.ctx = ctx
-        self.rn = [TtConv2d(ctx, sd[f'{prefix}layer{i}_rn.weight'], None, padding=1)
-                   for i in range(1, 5)]
+        self.rn = [TtConv2d(ctx, sd[f'{prefix}layer{i}_rn.weight'], None, padding=1,
+                            group='head') for i in range(1, 5)]
         self.refine = [TtFeatureFusionBlock(ctx, sd, f'{prefix}refinenet{i}.', True)
                        for i in range(1, 4)]
         # refinenet4 never receives a skip (DUSt3R keeps unused RCU1 keys; not converted)

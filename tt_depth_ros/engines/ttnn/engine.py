@@ -43,7 +43,8 @@ class TtnnEngine(Engine):
 
     @property
     def info(self) -> EngineInfo:
-        return EngineInfo(backend='ttnn', device=f'p150:{self.device_id}', dtype='bfloat16',
+        return EngineInfo(backend='ttnn', device=f'p150:{self.device_id}',
+                          dtype=self.ctx.precision.name,
                           model=self.model_name,
                           details={'dispatch': self.ctx.dispatch,
                                    'grid': f'{self.ctx.grid[0]}x{self.ctx.grid[1]}',

@@ -66,8 +66,8 @@ class TtResize:
         """Compute x @ (M_hi + M_lo) (right) or (M_hi + M_lo) @ x as two matmuls and an add."""
         ttnn = self.ctx.ttnn
         cfg = self.ctx.matmul_config()
-        parts = [ttnn.matmul(x, m, compute_kernel_config=cfg) if right else
-                 ttnn.matmul(m, x, compute_kernel_config=cfg) for m in mats]
+        parts = [ttnn.matmul(x, m, compute_kernel_config=cfg) if right else   # dtype: x's
+                 ttnn.matmul(m, x, dtype=x.dtype, compute_kernel_config=cfg) for m in mats]
         out = ttnn.add(parts[0], parts[1])
         for p in parts:
             ttnn.deallocate(p)
