@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pointcloud2 import read_points
 from rosbags.image import message_to_cvimage
-from sensor_msgs.msg import CompressedImage, Image, PointField
+from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import Header
 
 from tt_depth_ros.geometry.depth_cloud import organized_points
@@ -19,8 +19,13 @@ from tt_depth_ros.ros.camera_info import (
     camera_info_for,
     intrinsics_from_camera_info,
 )
-from tt_depth_ros.ros.cloud_msg import depth_cloud_msg, pointcloud2_msg
-from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.cloud_msg import CloudBuffer, depth_cloud_msg, pointcloud2_msg
+from tt_depth_ros.ros.depth_msgs import (
+    depth_image_msg,
+    image_msg_to_depth,
+    no_copy_kwargs,
+    rgb_image_msg,
+)
 from tt_depth_ros.ros.image_codec import ImageDecodeError, compressed_to_rgb, image_msg_to_rgb
 
 pytestmark = pytest.mark.ros
@@ -163,6 +168,33 @@ def test_cloud_layout_matches_pointcloud2(with_rgb, dec):
     generic = pointcloud2_msg(organized_points(depth, K, dec), None if rgb is None
                               else rgb[::dec, ::dec], Header(frame_id='f'))
     assert bytes(generic.data) == bytes(msg.data)
+
+
+def test_cloud_buffer_reuse_gives_the_fresh_bytes():
+    K = np.array([[50.0, 0, 9.5], [0, 52.0, 6.5], [0, 0, 1]])
+    buf = CloudBuffer()
+    first = None
+    for with_rgb, dec in [(False, 1), (False, 1), (True, 1), (True, 2), (False, 1)]:
+        depth = RNG.uniform(1, 5, (14, 20)).astype(np.float32)
+        depth[2:4] = np.inf
+        rgb = RNG.integers(0, 256, (14, 20, 3), dtype=np.uint8) if with_rgb else None
+        reused = depth_cloud_msg(depth, K, Header(frame_id='f'), rgb, dec, buffer=buf)
+        fresh = depth_cloud_msg(depth, K, Header(frame_id='f'), rgb, dec)
+        assert bytes(reused.data) == bytes(fresh.data)       # padding zero after a layout change
+        assert (reused.height, reused.width, reused.point_step) == \
+            (fresh.height, fresh.width, fresh.point_step)
+        first = first or reused
+    assert first.data is not reused.data       # the layout changed: new memory
+    again = depth_cloud_msg(depth, K, Header(), None, 1, buffer=buf)
+    assert again.data is reused.data           # same layout: the documented shared memory
+
+
+@pytest.mark.parametrize('msg_type', [Image, PointCloud2])
+def test_no_copy_kwargs_keep_the_assigned_array(msg_type):
+    data = array.array('B', bytes(64))
+    msg = msg_type(**no_copy_kwargs(msg_type))
+    msg.data = data
+    assert msg.data is data
 
 
 def test_camera_info_roundtrip_binning_roi_and_errors():

@@ -5,9 +5,12 @@ x = (u - cx) * z / fx, y = (v - cy) * z / fy, z (integer pixel coordinates are p
 in image_geometry). Non-finite or non-positive depth is invalid and gives NaN xyz (REP 118: NaN
 invalid, +Inf no return; neither is a point). Decimation keeps the grid organized: it takes every
 `decimation`-th row and column and keeps those pixels' original coordinates. Vectorised: one
-broadcast multiply per axis, writing straight into caller-provided (e.g. message) buffers.
+broadcast multiply per axis on contiguous planes with cached per-row/column rays; callers
+interleave the planes into their (e.g. message) buffer in one pass.
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
@@ -26,6 +29,57 @@ def decimated_shape(height: int, width: int, decimation: int) -> tuple[int, int]
     return (height + decimation - 1) // decimation, (width + decimation - 1) // decimation
 
 
+@lru_cache(maxsize=16)
+def _rays(height: int, width: int, decimation: int, fx: float, fy: float, cx: float,
+          cy: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row y/z and per-column x/z (float32, read-only), cached per shape, step and K."""
+    v = np.arange(0, height, decimation, dtype=np.float64)
+    u = np.arange(0, width, decimation, dtype=np.float64)
+    row = ((v - cy) / fy).astype(np.float32)[:, None]        # (h, 1)  y / z
+    col = ((u - cx) / fx).astype(np.float32)                 # (w,)    x / z without skew
+    row.flags.writeable = col.flags.writeable = False
+    return row, col
+
+
+def point_planes(depth: np.ndarray, K: np.ndarray, decimation: int = 1,
+                 max_range_m: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Organized x, y, z planes: (h, w) float32, C-contiguous, NaN for invalid points.
+
+    One pass per plane on contiguous memory (interleaving into a message buffer is the caller's
+    single extra pass). Treat the planes as read-only: when every pixel is valid and there is
+    no decimation or range limit, z is the float32 input itself rather than a copy.
+
+    Args:
+        depth: (H, W) planar depth in metres (float32/64); NaN, +-Inf, <= 0 are invalid.
+        K: 3x3 intrinsics for the depth image's pixel grid (skew is honoured).
+        decimation: keep every n-th row/column.
+        max_range_m: points farther than this Euclidean range become NaN; None keeps all.
+
+    Returns:
+        (x, y, z) planes of the decimated grid.
+    """
+    K = np.asarray(K, dtype=np.float64)
+    _check(depth, K, decimation)
+    d = int(decimation)
+    z = np.asarray(depth[::d, ::d], dtype=np.float32)      # validity is judged in float32
+    fx, fy, cx, cy, skew = (float(v) for v in (K[0, 0], K[1, 1], K[0, 2], K[1, 2], K[0, 1]))
+    row, col = _rays(depth.shape[0], depth.shape[1], d, fx, fy, cx, cy)
+    valid = z > 0
+    valid &= z < np.inf                                     # NaN fails both tests
+    if max_range_m is not None or not valid.all() or not z.flags.c_contiguous:
+        z = np.where(valid, z, np.float32(np.nan))          # NaN propagates into x and y
+    with np.errstate(over='ignore'):
+        y = z * row
+        x = z * col
+        if skew != 0.0:                                     # u = fx*X/Z + s*Y/Z + cx
+            x -= np.float32(skew / fx) * y
+        if max_range_m is not None:
+            far = x * x + y * y + z * z > np.float32(max_range_m) ** 2
+            for plane in (x, y, z):
+                plane[far] = np.nan
+    return x, y, z
+
+
 def fill_points(depth: np.ndarray, K: np.ndarray, x_out: np.ndarray, y_out: np.ndarray,
                 z_out: np.ndarray, decimation: int = 1, max_range_m: float | None = None) -> None:
     """Write organized x, y, z (float32, NaN for invalid) into three (h, w) output views.
@@ -39,31 +93,10 @@ def fill_points(depth: np.ndarray, K: np.ndarray, x_out: np.ndarray, y_out: np.n
         decimation: keep every n-th row/column.
         max_range_m: points farther than this Euclidean range become NaN; None keeps all.
     """
-    K = np.asarray(K, dtype=np.float64)
-    _check(depth, K, decimation)
-    d = int(decimation)
-    z = depth[::d, ::d]
-    h, w = z.shape
-    fx, fy, cx, cy, skew = K[0, 0], K[1, 1], K[0, 2], K[1, 2], K[0, 1]
-    v = np.arange(0, depth.shape[0], d, dtype=np.float64)
-    u = np.arange(0, depth.shape[1], d, dtype=np.float64)
-    row = ((v - cy) / fy).astype(np.float32)                  # (h,)  y / z
-    col = ((u - cx) / fx).astype(np.float32)                  # (w,)  x / z without skew
+    x, y, z = point_planes(depth, K, decimation, max_range_m)
+    x_out[...] = x
+    y_out[...] = y
     z_out[...] = z
-    invalid = ~(np.isfinite(z_out) & (z_out > 0))
-    with np.errstate(invalid='ignore', over='ignore'):   # inf*0 in invalid pixels, fixed below
-        np.multiply(z_out, row[:, None], out=y_out)
-        np.multiply(z_out, col[None, :], out=x_out)
-        if skew != 0.0:                                   # u = fx*X/Z + s*Y/Z + cx
-            x_out -= np.float32(skew / fx) * y_out
-        if max_range_m is not None:
-            r2 = x_out * x_out + y_out * y_out + z_out * z_out
-            invalid |= r2 > np.float32(max_range_m) ** 2
-    if invalid.any():
-        x_out[invalid] = np.nan
-        y_out[invalid] = np.nan
-        z_out[invalid] = np.nan
-    assert x_out.shape == (h, w)
 
 
 def organized_points(depth: np.ndarray, K: np.ndarray, decimation: int = 1,

@@ -20,7 +20,7 @@ from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network
 from tt_depth_ros.geometry.depth_postprocess import finish_depth
 from tt_depth_ros.geometry.metric_depth import SKY_MODES, default_intrinsics
 from tt_depth_ros.ros.camera_info import camera_info_for
-from tt_depth_ros.ros.cloud_msg import depth_cloud_msg
+from tt_depth_ros.ros.cloud_msg import CloudBuffer, depth_cloud_msg
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
 from tt_depth_ros.ros.params import ParamSpec
@@ -71,6 +71,7 @@ class DepthNode(PerceptionLifecycleNode):
         """Declare parameters; nothing heavy happens before configure."""
         self._pub_depth = self._pub_info = self._pub_points = self._pub_color = None
         self._net_cache: dict[tuple[int, int], tuple[int, int]] = {}
+        self._cloud_buffer = CloudBuffer()     # the worker publishes each cloud at once
         super().__init__(node_name, **kwargs)
 
     def node_param_specs(self) -> list[ParamSpec]:
@@ -183,7 +184,8 @@ class DepthNode(PerceptionLifecycleNode):
             rgb = color if self.p['points_format'] == 'xyzrgb' else None
             max_r = self.p['points_max_range_m'] or None
             self._pub_points.publish(depth_cloud_msg(depth, K, header, rgb,
-                                                     self.p['points_decimation'], max_r))
+                                                     self.p['points_decimation'], max_r,
+                                                     buffer=self._cloud_buffer))
         if self.p['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
             preview = colorize_depth(depth, None, self.p['colorized_max_m'] or None)
             self._pub_color.publish(rgb_image_msg(preview, header))
