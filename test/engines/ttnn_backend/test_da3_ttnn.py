@@ -2,10 +2,10 @@
 
 Parity is against the golden fixtures, which our fp32 torch model matches to ~1e-5.
 
-Gate note: the issue asks depth PCC >= 0.9999. With every device tensor in bf16 (head included)
-the tiny rule-v1 model reaches ~0.9996; the control — our torch model with the whole network in
-bf16 — reaches ~0.9998, and only a bf16 backbone with an fp32 head (upstream's split) passes
-0.9999. The assertions below gate at 0.999 and print all numbers (README / report table).
+Gate note: the issue asks depth PCC >= 0.9999. The DA3 default preset 'float32-residual-head'
+meets it (test_da3_precision.py, which has the table); the rows here run 'bfloat16' explicitly and
+keep its numbers reported: ~0.9996 with every device tensor in bf16, while the control — our torch
+model with the whole network in bf16 — reaches ~0.9998. They gate at 0.999.
 """
 from pathlib import Path
 
@@ -38,14 +38,14 @@ def _engine(sd, dtype=None):
 def test_tiny_parity_every_golden_size(ttnn, da3_tiny_sd, case):
     g = np.load(DATA / 'da3' / f'{case}.npz')
     img = load_png(DATA / 'da3' / f'{case}.png')
-    with _engine(da3_tiny_sd) as eng:
+    with _engine(da3_tiny_sd, 'bfloat16') as eng:
         eng.prepare(img.shape[:2])
         out = eng.infer(img)
     ref = g['depth'][0]
     p = pcc(out['depth'], ref)
     rel = float(np.max(np.abs(out['depth'] - ref) / np.abs(ref)))
     sky = float(np.abs(out['sky'] - g['sky'][0]).max())
-    print(f'{case}: depth PCC {p:.6f}, max rel {rel:.4f}, sky max abs {sky:.4f}')
+    print(f'bfloat16 {case}: depth PCC {p:.6f}, max rel {rel:.4f}, sky max abs {sky:.4f}')
     assert out['depth'].shape == ref.shape and out['depth'].dtype == np.float32
     assert p >= 0.999
     assert pcc(np.maximum(out['sky'], 0), g['sky'][0]) > 0.99

@@ -119,3 +119,34 @@ def test_grid_and_dispatch(ttnn):
     w = _dev_tensor(ttnn, dev, (64, 32))
     with pytest.raises(RuntimeError, match='exceeds'):
         ttnn.linear(x, w, core_grid=ttnn.CoreGrid(x=12, y=10))     # fine on 12x10, not 11x10
+
+
+def test_float32_matmul_operands_enter_the_fpu_as_tf32(ttnn):
+    """float32 tensors keep fp32 in storage/eltwise, but a matmul sees 10 mantissa bits (TF32).
+
+    Without this the float32 precision presets would look exact on the stand-in.
+    """
+    from support.ttnn_standin.numerics import exact_arithmetic
+    dev = _open(ttnn)
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(1, 1, 32, 64, generator=g), torch.randn(1, 1, 64, 32, generator=g)
+    ta, tb = (ttnn.from_torch(t, dtype=ttnn.float32, layout=ttnn.TILE_LAYOUT, device=dev)
+              for t in (a, b))
+    cfg = ttnn.WormholeComputeKernelConfig(math_fidelity=ttnn.MathFidelity.HiFi4,
+                                           fp32_dest_acc_en=True)
+
+    def tf32(x):
+        return (x.contiguous().view(torch.int32) & ~((1 << 13) - 1)).view(torch.float32)
+
+    y = ttnn.to_torch(ttnn.matmul(ta, tb, compute_kernel_config=cfg))
+    assert y.dtype == torch.float32
+    torch.testing.assert_close(y, tf32(a) @ tf32(b), rtol=1e-6, atol=1e-6)
+    assert (y - a @ b).abs().max() > 1e-4                  # not full fp32
+    s = ttnn.to_torch(ttnn.add(ta, ta))                    # eltwise stays fp32
+    torch.testing.assert_close(s, a + a, rtol=0, atol=0)
+    with exact_arithmetic():
+        torch.testing.assert_close(ttnn.to_torch(ttnn.matmul(ta, tb, compute_kernel_config=cfg)),
+                                   a @ b, rtol=1e-6, atol=1e-6)
+    for t in (ta, tb):
+        ttnn.deallocate(t)
+    ttnn.close_device(dev)
