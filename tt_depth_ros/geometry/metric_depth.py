@@ -56,7 +56,7 @@ def metric_depth(raw_depth: np.ndarray, fx_net: float, fy_net: float) -> np.ndar
     """
     check_focal(fx_net, fy_net)
     scale = ((float(fx_net) + float(fy_net)) / 2.0) / CANONICAL_FOCAL
-    return (np.asarray(raw_depth, dtype=np.float32) * np.float32(scale)).astype(np.float32)
+    return np.asarray(raw_depth, dtype=np.float32) * np.float32(scale)   # float32 product
 
 
 def sky_mask(sky: np.ndarray, threshold: float = SKY_THRESHOLD) -> np.ndarray:
