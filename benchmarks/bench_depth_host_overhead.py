@@ -3,9 +3,11 @@
 Target (DESIGN.md §4): <= 5 ms depth + cloud, <= 2 ms depth only, for a 640x480 frame. Runs the
 node's real per-frame code in-process with the known-depth engine double (no sleep) and reports
 the median stage times from the node's own statistics; the engine's forward time is subtracted.
+The last case adds a sky band (top 80 network rows +Inf), which takes the masked resample path.
 
     .venv/bin/python benchmarks/bench_depth_host_overhead.py [frames]
 """
+import json
 import sys
 import time
 from pathlib import Path
@@ -27,9 +29,10 @@ from tt_depth_ros.ros.depth_msgs import fill_image_data  # noqa: E402
 from tt_depth_ros.ros.depth_node import DepthNode  # noqa: E402
 
 
-def run(points: bool, frames: int) -> dict:
+def run(points: bool, frames: int, sky_rows: int = 0) -> dict:
     node = DepthNode('bench_depth', parameter_overrides=[
         Parameter('engine_plugin', value='known_depth_engine:KnownDepthEngine'),
+        Parameter('engine_plugin_args', value=json.dumps({'sky_rows': sky_rows})),
         Parameter('points_enable', value=points), Parameter('autostart', value=False)])
     peer = rclpy.create_node('bench_peer')
     peer.create_subscription(PointCloud2, 'points', lambda m: None, 1)
@@ -57,10 +60,11 @@ def run(points: bool, frames: int) -> dict:
 def main() -> None:
     frames = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     rclpy.init()
-    for points in (True, False, True):   # first run warms caches
-        r = run(points, frames)
+    for points, sky in ((True, 0), (False, 0), (True, 0), (True, 80)):   # first run warms caches
+        r = run(points, frames, sky)
         stages = ', '.join(f'{k} {v:.2f}' for k, v in r.items() if k != 'host_ms')
-        print(f'640x480 bgr8 -> 378x504 network, depth{" + cloud" if points else " only"}: '
+        print(f'640x480 bgr8 -> 378x504 network, depth{" + cloud" if points else " only"}'
+              f'{", sky band" if sky else ""}: '
               f'host overhead {r["host_ms"]:.2f} ms/frame (median stages ms: {stages})')
     rclpy.shutdown()
 
