@@ -202,9 +202,9 @@ class Player:
                         / 1e9 / speed
                 else:
                     deadline = 0.0
+                _sleep_until(deadline)   # a frame's other messages go out just before its image
                 for m in frame[:-1]:
                     self._publish(m, offset)
-                _sleep_until(deadline)
                 before = consumer.count if consumer is not None else 0
                 stamp = self._publish(frame[-1], offset)
                 if on_frame is not None:
