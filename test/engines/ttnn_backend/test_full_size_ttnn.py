@@ -1,9 +1,10 @@
 """Full-size parity through the stand-in (slow): DA3 large 280x504, DUSt3R ViT-L 384x512.
 
-rule-v1 weights, against the golden fixtures (our fp32 torch models match them to ~1e-5). The
-DA3 control runs our torch model entirely in bf16 on the same input: the depth PCC gate of the
-issue (0.9999) is out of reach for an all-bf16 network on these synthetic weights; see the
-printed numbers.
+rule-v1 weights, against the golden fixtures (our fp32 torch models match them to ~1e-5). DA3 runs
+its default preset 'float32-residual-head' against the issue's gate (depth PCC >= 0.9999; measured
+0.99996, max rel 0.018) and 'bfloat16' beside it (0.99885; gated at 0.998, reported). The control
+runs our torch model entirely in bf16 on the same input (0.99949): an all-bf16 network does not
+reach the gate on these synthetic weights. One weight generation and one control serve both rows.
 """
 import gc
 
@@ -25,28 +26,47 @@ def pcc(a, b) -> float:
                              np.asarray(b, np.float64).ravel())[0, 1])
 
 
-def test_da3_large_280x504(ttnn):
+BYTES = {'FLOAT32': 4.0, 'BFLOAT16': 2.0, 'BFLOAT8_B': 1088 / 1024, 'UINT8': 1.0}
+
+
+@pytest.fixture(scope='module')
+def da3_large():
+    """Rule-v1 Large weights, the golden fixture and the torch all-bf16 control (once)."""
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(large_key_shapes()).items()}
     g = np.load(DA3_DATA / 'large_280x504.npz')
-    img = load_png_rgb('large_280x504.png')
-    with build_ttnn_engine('da3metric-large', state_dict=sd) as eng:
-        out = eng.infer(img)
     ref = g['depth'][0]
     from tt_depth_ros.engines.da3 import build_model
     net = build_model('da3metric-large', state_dict=sd).to(torch.bfloat16)
-    del sd
     with torch.no_grad():
         ctl = net(torch.from_numpy(g['input']).to(torch.bfloat16))['depth'][0].float().numpy()
     del net
+    gc.collect()
     ctl_rel = np.abs(ctl - ref) / ref
     print(f'control torch all-bf16 large 280x504: depth PCC {pcc(ctl, ref):.6f}, max rel '
           f'{ctl_rel.max():.4f}, median rel {np.median(ctl_rel):.5f}')
+    yield sd, g
+    gc.collect()
+
+
+@pytest.mark.parametrize('dtype,gate', [(None, 0.9999), ('bfloat16', 0.998)])
+def test_da3_large_280x504(ttnn, da3_large, dtype, gate):
+    sd, g = da3_large
+    img = load_png_rgb('large_280x504.png')
+    with build_ttnn_engine('da3metric-large', state_dict=sd, dtype=dtype) as eng:
+        name = eng.info.dtype
+        weights = sum(int(np.prod(tuple(t.padded_shape))) * BYTES[t.dtype.name]
+                      for t in eng.ctx.device.live_tensors())   # before prepare: linear/LN only
+        out = eng.infer(img)
+        ops = len(next(iter(eng.ctx.device._traces.values())).records)
+    ref = g['depth'][0]
     p = pcc(out['depth'], ref)
     rel = np.abs(out['depth'] - ref) / ref
-    print(f'DA3 large 280x504: depth PCC {p:.6f}, max rel {rel.max():.4f}, median rel '
+    print(f'DA3 large 280x504 [{name}]: depth PCC {p:.6f}, max rel {rel.max():.4f}, median rel '
           f'{np.median(rel):.5f}; sky-logit sign agreement '
-          f'{np.mean((out["sky"] > 0) == (g["sky"][0] > 0)):.4f}')
-    assert p >= 0.998
+          f'{np.mean((out["sky"] > 0) == (g["sky"][0] > 0)):.4f}; linear/LN weights '
+          f'{weights / 1e6:.0f} MB, {ops} ops/forward')
+    assert name == (dtype or 'float32-residual-head')
+    assert p >= gate
     gc.collect()
 
 
