@@ -94,15 +94,22 @@ def check_rgb_u8(image: np.ndarray, name: str = 'image') -> None:
         raise ValueError(f'{name}: empty image {image.shape}')
 
 
+_FLOAT_AREA_MAX_PIXELS = 1 << 19
+"""Largest source (pixels) resized via float32. Measured (CPU time): 15-20% faster for 640x480,
+1242x375 and the 504x284 -> 504x280 snap; even at 1280x720; 25% slower at 1920x1080, where the
+4x larger float copy of the source outweighs the kernel. Results are the same either way."""
+
+
 def _resize(img: np.ndarray, w: int, h: int, grow: bool) -> np.ndarray:
     if grow:
         return cv2.resize(img, (w, h), interpolation=cv2.INTER_CUBIC)
     src_h, src_w = img.shape[:2]
-    if src_w % w == 0 and src_h % h == 0:   # integer factors: OpenCV's integer box-filter path
+    if (src_w % w == 0 and src_h % h == 0    # integer factors: OpenCV's integer box-filter path
+            or src_w * src_h > _FLOAT_AREA_MAX_PIXELS):
         return cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA)
     # Fractional factors: uint8 and float32 INTER_AREA run the same kernel (same weight tables,
-    # float32 accumulation in the same order); the float32 instance is ~1.4x faster, and storing
-    # its result the way the uint8 one does (round half to even, saturate) gives the same bytes.
+    # float32 accumulation in the same order); the float32 instance is faster on small sources, and
+    # storing its result as the uint8 one does (round half to even, saturate) gives the same bytes.
     area = cv2.resize(img.astype(np.float32), (w, h), interpolation=cv2.INTER_AREA)
     return cv2.convertScaleAbs(area)
 
