@@ -11,9 +11,10 @@ weight groups uploaded as float32: 'norm' (LayerNorm gamma/beta), 'folded' (the 
 attention proj and fc2), 'patch' (patch-embedding conv), 'head' (DPT head), 'all'. Attention
 (q/k/v, SDPA) and the MLP hidden stay bf16 unless `inner` is float32.
 'float32-residual-head' (residual + head in float32) is the DA3 default: the cheapest preset that
-reaches depth PCC >= 0.9999 on the stand-in (0.99996 tiny and Large; ~1.5x the bf16 weight bytes,
-same op count). Table and costs: test/engines/ttnn_backend/test_da3_precision.py. Unverified on
-hardware: mixed fp32 x bf16 matmul operands and float32 conv activations/weights.
+reaches depth PCC >= 0.9999 on the stand-in (0.99996 tiny and Large; Large linear/LN weights
+899 vs 631 MB in bf16, one op fewer per forward). Table and costs:
+test/engines/ttnn_backend/test_da3_precision.py. Unverified on hardware: mixed fp32 x bf16 matmul
+operands and float32 conv activations/weights.
 """
 from __future__ import annotations
 
