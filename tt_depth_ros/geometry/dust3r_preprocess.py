@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from tt_depth_ros.geometry.camera_model import validate_K
+
 MODES = ('crop', 'pad')
 PATCH = 16
 MIN_SIDE = 16  # a smaller source has no usable content for 16-px patches
@@ -172,13 +174,8 @@ def map_intrinsics(K: np.ndarray, plan: Dust3rPlan) -> np.ndarray:
     Raises:
         ValueError: K is not 3x3, not finite, or fx/fy are not positive.
     """
+    validate_K(K)
     K = np.asarray(K, dtype=np.float64)
-    if K.shape != (3, 3):
-        raise ValueError(f'intrinsics must be a 3x3 matrix, got shape {K.shape}')
-    if not np.all(np.isfinite(K)):
-        raise ValueError(f'intrinsics contain NaN/Inf: {K.tolist()}; pass a calibrated camera')
-    if K[0, 0] <= 0 or K[1, 1] <= 0:
-        raise ValueError(f'intrinsics fx={K[0, 0]}, fy={K[1, 1]} must be positive')
     sx, sy = plan.scale_xy
     left, top = plan.box_ltrb[:2]
     out = K.copy()
