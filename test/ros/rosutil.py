@@ -5,7 +5,6 @@ support.procs.spawn). Every wait has a timeout: Jazzy never answers an invalid l
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import defaultdict
@@ -19,7 +18,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from support.procs import ROOT, python_cmd, wait_for
+from support.procs import ROOT, pythonpath_env, ros_node_cmd, wait_for
 
 NODES_DIR = ROOT / 'test' / 'ros' / 'nodes'
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -32,22 +31,12 @@ KNOWN_ENGINE = 'known_depth_engine:KnownDepthEngine'
 
 def child_env() -> dict:
     """Env for node processes: the test-double module dir on PYTHONPATH (loopback env inherited)."""
-    extra = [str(NODES_DIR), str(ROOT)]
-    if os.environ.get('PYTHONPATH'):
-        extra.append(os.environ['PYTHONPATH'])
-    return {'PYTHONPATH': os.pathsep.join(extra)}
+    return pythonpath_env(NODES_DIR)
 
 
 def depth_node_cmd(ns: str, params: dict, name: str = 'depth_node') -> list[str]:
     """`python -m tt_depth_ros.ros.depth_node --ros-args ...` in namespace `ns`."""
-    args = ['--ros-args', '-r', f'__ns:={ns}', '-r', f'__node:={name}']
-    for k, v in params.items():
-        if isinstance(v, bool):
-            v = 'true' if v else 'false'
-        elif isinstance(v, str):
-            v = "'" + v + "'"       # YAML string (JSON, 'a:b' and 'true' stay strings)
-        args += ['-p', f'{k}:={v}']
-    return python_cmd('tt_depth_ros.ros.depth_node', *args)
+    return ros_node_cmd('tt_depth_ros.ros.depth_node', ns, params, name)
 
 
 def node_script(name: str) -> Path:

@@ -18,6 +18,26 @@ def python_cmd(module: str, *args: str) -> list[str]:
     return [sys.executable, '-m', module, *args]
 
 
+def ros_node_cmd(module: str, ns: str, params: dict, name: str) -> list[str]:
+    """`python -m module --ros-args ...`: node `name` in namespace `ns` with `params`."""
+    args = ['--ros-args', '-r', f'__ns:={ns}', '-r', f'__node:={name}']
+    for k, v in params.items():
+        if isinstance(v, bool):
+            v = 'true' if v else 'false'
+        elif isinstance(v, str):
+            v = "'" + v + "'"       # YAML string (JSON, 'a:b' and 'true' stay strings)
+        args += ['-p', f'{k}:={v}']
+    return python_cmd(module, *args)
+
+
+def pythonpath_env(*dirs) -> dict:
+    """Env for child processes: `dirs` (test doubles) and the repo on PYTHONPATH."""
+    extra = [str(d) for d in dirs] + [str(ROOT)]
+    if os.environ.get('PYTHONPATH'):
+        extra.append(os.environ['PYTHONPATH'])
+    return {'PYTHONPATH': os.pathsep.join(extra)}
+
+
 @contextlib.contextmanager
 def spawn(cmd: list[str], *, env: dict | None = None, timeout: float = 20.0, name: str = 'child'):
     """Start `cmd` (inheriting the loopback env), yield the Popen, reap it on exit.

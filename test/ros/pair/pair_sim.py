@@ -19,7 +19,7 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
-from support.procs import ROOT, python_cmd, wait_for
+from support.procs import pythonpath_env, ros_node_cmd, wait_for
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.depth_msgs import rgb_image_msg
 from tt_depth_ros.ros.diagnostics import status_values
@@ -31,20 +31,11 @@ W, H = 112, 80      # network_size 112 maps these 1:1 (no resize, no crop)
 
 
 def child_env() -> dict:
-    extra = [HERE, str(ROOT)] + ([os.environ['PYTHONPATH']] if os.environ.get('PYTHONPATH')
-                                 else [])
-    return {'PYTHONPATH': os.pathsep.join(extra)}
+    return pythonpath_env(HERE)
 
 
 def pair_node_cmd(ns: str, params: dict, name: str = 'pair_node') -> list[str]:
-    args = ['--ros-args', '-r', f'__ns:={ns}', '-r', f'__node:={name}']
-    for k, v in params.items():
-        if isinstance(v, bool):
-            v = 'true' if v else 'false'
-        elif isinstance(v, str):
-            v = "'" + v + "'"
-        args += ['-p', f'{k}:={v}']
-    return python_cmd('tt_depth_ros.ros.pair_node', *args)
+    return ros_node_cmd('tt_depth_ros.ros.pair_node', ns, params, name)
 
 
 def stamp(t_ns: int) -> Time:
