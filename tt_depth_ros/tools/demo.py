@@ -62,6 +62,16 @@ def _need(ok: bool, what: str, log_path: Path) -> None:
         raise RuntimeError(f'{what}; node log tail:\n{tail}')
 
 
+def _bring_up(player, proc, monitor, what: str, log_path):
+    """Wait for the node's subscriptions, then its first output; returns (warm-up, offset)."""
+    _need(player.wait_for_subscribers(1, 300.0, all_topics=True) and proc.poll() is None,
+          f'{what} node did not come up within 300 s', log_path)
+    warm, offset = player.prime(monitor, 1, total_timeout_s=300.0)
+    _need(bool(warm), f'no {what} output within 300 s', log_path)
+    monitor.payloads.clear()
+    return warm, offset
+
+
 def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res: int,
                log) -> dict:
     """Depth node on every bag frame (consumer-paced); panels, PLY, accuracy, recorded bag."""
@@ -92,11 +102,7 @@ def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res
     proc = _node(cmd, log_path)
     sent, index = {}, {}
     try:
-        _need(player.wait_for_subscribers(1, 300.0, all_topics=True) and proc.poll() is None,
-              'depth node did not come up within 300 s', log_path)
-        warm, offset = player.prime(depth_mon, 1, total_timeout_s=300.0)
-        _need(bool(warm), 'no depth output within 300 s', log_path)
-        depth_mon.payloads.clear()
+        warm, offset = _bring_up(player, proc, depth_mon, 'depth', log_path)
         cloud_mon.take()
         log(f'[depth] node up, first depth after {warm[0]:.0f} ms; replaying '
             f'{len(player.frames)} frames, each waiting for its depth')
@@ -171,11 +177,7 @@ def pair_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, baseline_m: 
     proc = _node(cmd, log_path)
     sent = {}
     try:
-        _need(player.wait_for_subscribers(1, 300.0, all_topics=True) and proc.poll() is None,
-              'pair node did not come up within 300 s', log_path)
-        warm, offset = player.prime(cloud_mon, 1, total_timeout_s=300.0)
-        _need(bool(warm), 'no pair output within 300 s', log_path)
-        cloud_mon.payloads.clear()
+        warm, offset = _bring_up(player, proc, cloud_mon, 'pair', log_path)
         pose_mon.take()
         pose_mon.payloads.clear()
         player.play('consumer', consumer=cloud_mon, consumer_timeout_s=120.0,
