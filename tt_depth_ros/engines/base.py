@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tt_depth_ros.geometry.image_checks import check_rgb_u8
+
 
 @dataclass(frozen=True)
 class EngineInfo:
@@ -74,12 +76,7 @@ def check_views(images: tuple[np.ndarray, ...], num_views: int) -> tuple[int, in
         raise ValueError(f'engine expects {num_views} image(s), got {len(images)}')
     shape = None
     for i, img in enumerate(images):
-        if not isinstance(img, np.ndarray):
-            raise TypeError(f'image {i}: expected a numpy array, got {type(img).__name__}')
-        if img.dtype != np.uint8:
-            raise ValueError(f'image {i}: expected dtype uint8 RGB, got {img.dtype}')
-        if img.ndim != 3 or img.shape[2] != 3:
-            raise ValueError(f'image {i}: expected shape (H, W, 3), got {img.shape}')
+        check_rgb_u8(img, f'image {i}')
         if shape is None:
             shape = img.shape[:2]
         elif img.shape[:2] != shape:

@@ -21,6 +21,8 @@ from typing import Optional
 import cv2
 import numpy as np
 
+from tt_depth_ros.geometry.image_checks import check_rgb_u8
+
 PATCH = 14
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -80,18 +82,6 @@ def network_size(width: int, height: int, process_res: int = 504,
                          f'{w1}x{h1} network image, smaller than one {PATCH} px patch; crop it '
                          'to a less extreme aspect ratio or use fixed_size')
     return net_h, net_w
-
-
-def check_rgb_u8(image: np.ndarray, name: str = 'image') -> None:
-    """Raise TypeError/ValueError unless `image` is a uint8 (H, W, 3) array."""
-    if not isinstance(image, np.ndarray):
-        raise TypeError(f'{name}: expected a numpy array, got {type(image).__name__}')
-    if image.dtype != np.uint8:
-        raise ValueError(f'{name}: expected dtype uint8 RGB, got {image.dtype}')
-    if image.ndim != 3 or image.shape[2] != 3:
-        raise ValueError(f'{name}: expected shape (H, W, 3) RGB, got {image.shape}')
-    if image.shape[0] < 1 or image.shape[1] < 1:
-        raise ValueError(f'{name}: empty image {image.shape}')
 
 
 _FLOAT_AREA_MAX_PIXELS = 1 << 19
