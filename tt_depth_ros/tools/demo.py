@@ -62,6 +62,16 @@ def _need(ok: bool, what: str, log_path: Path) -> None:
         raise RuntimeError(f'{what}; node log tail:\n{tail}')
 
 
+def _write_cloud_ply(payload, path: Path, label: str, log) -> Path:
+    """Decode one recorded PointCloud2 payload and write its finite points as PLY."""
+    from tt_depth_ros.api.io import write_ply
+
+    xyz, rgb = dout.decode_cloud(payload)
+    n = write_ply(path, xyz, rgb)
+    log(f'{label} wrote {path} ({n} finite points)')
+    return path
+
+
 def _bring_up(player, proc, monitor, what: str, log_path):
     """Wait for the node's subscriptions, then its first output; returns (warm-up, offset)."""
     _need(player.wait_for_subscribers(1, 300.0, all_topics=True) and proc.poll() is None,
@@ -75,7 +85,7 @@ def _bring_up(player, proc, monitor, what: str, log_path):
 def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res: int,
                log) -> dict:
     """Depth node on every bag frame (consumer-paced); panels, PLY, accuracy, recorded bag."""
-    from tt_depth_ros.api.io import write_ply, write_png
+    from tt_depth_ros.api.io import write_png
     from tt_depth_ros.geometry import accuracy as acc
     from tt_depth_ros.tools.bench_probe import OutputMonitor
     from tt_depth_ros.tools.bench_report import decode_depth
@@ -129,13 +139,10 @@ def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res
         path = out / f'depth_{i:03d}{tag}.png'
         write_png(path, dout.depth_panel(rgb, pred, truth))
         files.append(str(path))
-    ply = None
     first_cloud = next((s for s in index if s in cloud_mon.payloads), None)
-    if first_cloud is not None:
-        xyz, rgb = dout.decode_cloud(cloud_mon.payloads[first_cloud])
-        ply = out / f'cloud_{index[first_cloud]:03d}{tag}.ply'
-        n = write_ply(ply, xyz, rgb)
-        log(f'[depth] wrote {ply} ({n} points)')
+    ply = None if first_cloud is None else _write_cloud_ply(
+        cloud_mon.payloads[first_cloud], out / f'cloud_{index[first_cloud]:03d}{tag}.ply',
+        '[depth]', log)
     lat = [(received[s] - t) / 1e6 for s, t in sent.items() if s in received]
     summary = acc.mean_metrics(per_frame)
     nan = float('nan')
@@ -153,7 +160,6 @@ def pair_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, baseline_m: 
     """Pair node (stereo) on the first frames; pose vs the known rig, fused cloud as PLY."""
     import numpy as np
 
-    from tt_depth_ros.api.io import write_ply
     from tt_depth_ros.geometry.accuracy import pose_errors
     from tt_depth_ros.tools.bench_probe import OutputMonitor
     from tt_depth_ros.tools.replay import Player
@@ -190,13 +196,9 @@ def pair_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, baseline_m: 
     T_gt[0, 3] = baseline_m          # camera 2 (right) in camera 1: +x by the baseline
     poses = [dout.decode_pose(pose_mon.payloads[s])[0] for s in sent if s in pose_mon.payloads]
     errors = [pose_errors(T, T_gt) for T in poses]
-    ply = None
     first = next((s for s in sent if s in cloud_mon.payloads), None)
-    if first is not None:
-        xyz, rgb = dout.decode_cloud(cloud_mon.payloads[first])
-        ply = out / f'pair_cloud_000{tag}.ply'
-        n_points = write_ply(ply, xyz, rgb)
-        log(f'[pair] wrote {ply} ({n_points} finite points)')
+    ply = None if first is None else _write_cloud_ply(
+        cloud_mon.payloads[first], out / f'pair_cloud_000{tag}.ply', '[pair]', log)
     log(f'[pair] {len(cloud_mon.payloads)} clouds, {len(poses)} poses for {len(sent)} pairs'
         + (f'; rotation error {np.mean([e["rot_err_deg"] for e in errors]):.2f} deg, '
            f'translation direction error {np.mean([e["trans_dir_err_deg"] for e in errors]):.2f}'
