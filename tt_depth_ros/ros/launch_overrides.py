@@ -30,9 +30,9 @@ def typed_value(name: str, text: str, kind: type):
             return float(text)
         return text
     except ValueError as exc:
-        raise ValueError(f'launch argument {name}:={text!r} is not a {kind.__name__} '
-                         f'({exc}); give a {kind.__name__} or leave it out to keep the config '
-                         'file value') from None
+        raise ValueError(f'launch argument {name}:={text!r} is not of type {kind.__name__} '
+                         f'({exc}); give one or leave it out to keep the config file value'
+                         ) from None
 
 
 def given_overrides(raw: dict[str, str], types: dict[str, type]) -> dict:
