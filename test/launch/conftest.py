@@ -2,7 +2,8 @@
 
 They need the launch system and the `ros2` CLI (launch_ros, ros2launch, ros2cli; on this project's
 machines scripts/bootstrap.sh installs them from ../shared/ros/launch). Without them the tests skip
--- except in CI (CI=true), where a missing launch system is a failure: CI must run them.
+-- except in CI (CI=true) or where the bootstrap should have installed them (../shared/ros/launch
+exists): there a missing launch system is a failure, so CI always runs them.
 """
 import importlib.util
 import os
@@ -16,7 +17,7 @@ for p in (HERE, HERE.parent / 'ros'):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from support.colcon_ws import build_workspace, sourced_env  # noqa: E402
+from support.colcon_ws import ROOT, build_workspace, sourced_env  # noqa: E402
 
 NEEDED = ('launch_ros', 'ros2launch', 'ros2cli', 'ros2lifecycle', 'ros2param',
           'composition_interfaces')
@@ -27,8 +28,11 @@ def missing_launch_system() -> list[str]:
     return [m for m in NEEDED if importlib.util.find_spec(m) is None]
 
 
-def in_ci() -> bool:
-    return os.environ.get('CI', '').strip().lower() in ('1', 'true', 'yes')
+def launch_system_required() -> bool:
+    """CI, or a checkout whose bootstrap installs the launch system (scripts/bootstrap.sh)."""
+    shared = Path(os.environ.get('TT_DEPTH_ROS_SHARED') or ROOT.parent / 'shared')
+    return (os.environ.get('CI', '').strip().lower() in ('1', 'true', 'yes')
+            or (shared / 'ros' / 'launch' / 'wheels').is_dir())
 
 
 @pytest.fixture(scope='session')
@@ -38,8 +42,8 @@ def launch_env(tmp_path_factory) -> dict:
     if missing:
         why = (f'the launch system / ros2 CLI is not importable ({", ".join(missing)}); '
                'scripts/bootstrap.sh installs it when ../shared/ros/launch exists')
-        if in_ci():
-            pytest.fail(f'CI must run the real-launch tests: {why}')
+        if launch_system_required():
+            pytest.fail(f'CI and checkouts beside ../shared must run the real-launch tests: {why}')
         pytest.skip(why)
     ws = tmp_path_factory.mktemp('ros_ws')
     proc = build_workspace(ws)
