@@ -7,6 +7,7 @@ the node clock from /clock; depth and points come out of the remapped topics; `r
 reads it; Ctrl-C to the process group ends launch and the node with exit 0. `ros2 run` finds the
 package's tools.
 """
+import subprocess
 import threading
 import time
 
@@ -149,3 +150,16 @@ def test_ros2_run_finds_the_tools(launch_env):
     out = ros2(launch_env, 'pkg', 'executables', 'tt_depth_ros')
     assert {line.split()[1] for line in out.splitlines()} >= {
         'depth_node', 'pair_node', 'tt-depth', 'tt-depth-replay', 'tt-depth-record'}
+
+
+@pytest.mark.parametrize('launch_file, args, message', [
+    ('depth.launch.py', ['device_id:=zero'], "device_id:='zero' is not of type int"),
+    ('pair.launch.py', ['autostart:=maybe'], "autostart:='maybe' is not of type bool"),
+    ('multi_camera.launch.py', ['cameras:=/a,/b', 'weights_path:=x,y,z'],
+     "weights_path:='x,y,z' has 3 values for 2 cameras"),
+])
+def test_a_wrong_argument_stops_launch_naming_it(launch_env, launch_file, args, message):
+    proc = subprocess.run(['ros2', 'launch', 'tt_depth_ros', launch_file, *args], env=launch_env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert 'process started' not in proc.stdout + proc.stderr     # no node was started
