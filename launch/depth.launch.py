@@ -1,52 +1,76 @@
 """Launch the DA3 metric depth node: `ros2 launch tt_depth_ros depth.launch.py camera:=/front`.
 
 The node runs in namespace <camera>: it subscribes <camera>/<image_topic> (or
-<camera>/<image_topic>/compressed with input_transport:=compressed) and <camera>/camera_info, and
-publishes <camera>/depth, <camera>/depth/camera_info, <camera>/points, <camera>/depth/colorized and
-/diagnostics. Parameters come from config/depth.yaml, then the arguments below. It is a launch_ros
-LifecycleNode; the node's own `autostart` parameter brings it to active (works on Humble, Jazzy,
-later distros and without launch). Always run ROS with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
-unless the robot network is wanted.
+<camera>/<image_topic>/compressed with input_transport:=compressed) and
+<camera>/<camera_info_topic>, and publishes <camera>/depth, <camera>/depth/camera_info,
+<camera>/points, <camera>/depth/colorized and /diagnostics. Parameters come from the `config` file
+(config/depth.yaml by default); a parameter argument given on the command line overrides it, one
+left out ('') keeps the file's value. It is a launch_ros LifecycleNode; the node's own `autostart`
+parameter brings it to active (the same on Jazzy, later distros and without launch); with
+autostart:=false drive it with `ros2 lifecycle set <camera>/<node_name> configure` and `...
+activate`. ROS environment variables (ROS_DOMAIN_ID, RMW_IMPLEMENTATION, discovery range, DDS
+profile) are the caller's.
 """
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
 
+#: Launch arguments that set the node parameter of the same name (only when given).
+PARAMETER_ARGS = ('model', 'weights_path', 'backend', 'device_id', 'input_transport', 'autostart',
+                  'use_sim_time')
+
+
+def _node(context):
+    from tt_depth_ros.ros.depth_node import DEPTH_PARAMS
+    from tt_depth_ros.ros.launch_overrides import given_overrides, spec_types, write_params_file
+    from tt_depth_ros.ros.perception_node import COMMON_PARAMS
+
+    def get(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    types = {**spec_types(COMMON_PARAMS, DEPTH_PARAMS), 'use_sim_time': bool}
+    overrides = given_overrides({name: get(name) for name in PARAMETER_ARGS}, types)
+    params = [get('config')] + ([write_params_file(overrides)] if overrides else [])
+    image = get('image_topic')
+    return [LifecycleNode(
+        package='tt_depth_ros', executable='depth_node', name=get('node_name'),
+        namespace=get('camera'), output='screen', parameters=params,
+        remappings=[('image', image), ('image/compressed', image + '/compressed'),
+                    ('camera_info', get('camera_info_topic'))])]
+
 
 def generate_launch_description() -> LaunchDescription:
-    """One LifecycleNode; arguments camera, image_topic, ..., config (see module docstring)."""
-    cfg = LaunchConfiguration
-    args = [
+    """One depth LifecycleNode; the arguments are listed in the README (Launch arguments)."""
+    return LaunchDescription([
         DeclareLaunchArgument('camera', default_value='/camera',
-                              description='namespace of the camera (inputs and outputs)'),
+                              description='namespace of the node: its inputs and outputs'),
         DeclareLaunchArgument('image_topic', default_value='image_raw',
-                              description='image topic relative to the camera namespace'),
-        DeclareLaunchArgument('camera_info_topic', default_value='camera_info'),
-        DeclareLaunchArgument('node_name', default_value='depth_node'),
-        DeclareLaunchArgument('model', default_value='da3metric-large'),
-        DeclareLaunchArgument('weights_path', default_value=''),
-        DeclareLaunchArgument('backend', default_value='auto',
-                              choices=['auto', 'ttnn', 'torch-cuda', 'torch-cpu']),
-        DeclareLaunchArgument('device_id', default_value='0'),
-        DeclareLaunchArgument('input_transport', default_value='raw',
-                              choices=['raw', 'compressed']),
-        DeclareLaunchArgument('autostart', default_value='true'),
+                              description='image topic, relative to the camera namespace'),
+        DeclareLaunchArgument('camera_info_topic', default_value='camera_info',
+                              description='CameraInfo topic, relative to the camera namespace'),
+        DeclareLaunchArgument('node_name', default_value='depth_node',
+                              description='node name'),
         DeclareLaunchArgument('config', default_value=PathJoinSubstitution(
-            [FindPackageShare('tt_depth_ros'), 'config', 'depth.yaml'])),
-    ]
-    overrides = {
-        'model': cfg('model'), 'weights_path': cfg('weights_path'), 'backend': cfg('backend'),
-        'device_id': PythonExpression(['int(', cfg('device_id'), ')']),
-        'input_transport': cfg('input_transport'),
-        'autostart': PythonExpression(["'", cfg('autostart'), "'.lower() == 'true'"]),
-    }
-    remaps = [('image', cfg('image_topic')),
-              ('image/compressed', [cfg('image_topic'), '/compressed']),
-              ('camera_info', cfg('camera_info_topic'))]
-    node = LifecycleNode(package='tt_depth_ros', executable='depth_node', name=cfg('node_name'),
-                         namespace=cfg('camera'), output='screen', remappings=remaps,
-                         parameters=[cfg('config'), overrides])
-    return LaunchDescription(args + [node])
+            [FindPackageShare('tt_depth_ros'), 'config', 'depth.yaml']),
+            description='parameters file of the node'),
+        DeclareLaunchArgument('model', default_value='',
+                              description='parameter model (da3metric-large, ...)'),
+        DeclareLaunchArgument('weights_path', default_value='',
+                              description='parameter weights_path: explicit weights file'),
+        DeclareLaunchArgument('backend', default_value='',
+                              description='parameter backend: auto, ttnn, torch-cuda or torch-cpu'),
+        DeclareLaunchArgument('device_id', default_value='',
+                              description='parameter device_id: accelerator index'),
+        DeclareLaunchArgument('input_transport', default_value='',
+                              description='parameter input_transport: raw or compressed'),
+        DeclareLaunchArgument('autostart', default_value='',
+                              description='parameter autostart: true = configure and activate at '
+                              'startup, false = wait for ros2 lifecycle set'),
+        DeclareLaunchArgument('use_sim_time', default_value='',
+                              description='parameter use_sim_time: true = the node clock follows '
+                              '/clock'),
+        OpaqueFunction(function=_node),
+    ])

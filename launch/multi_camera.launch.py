@@ -1,11 +1,13 @@
 """One depth node per camera, each with its own accelerator (one process holds one device).
 
     ros2 launch tt_depth_ros multi_camera.launch.py cameras:=/front,/rear \
-        backends:=ttnn,ttnn device_ids:=0,1
+        backends:=ttnn device_ids:=0,1
 
-`cameras`, `backends` and `device_ids` are comma-separated lists of equal length (a single backend
-or device id is repeated for every camera). Each node runs in its camera's namespace exactly like
-depth.launch.py (same topics, config/depth.yaml, autostart) and is named depth_node.
+`cameras` is a comma-separated list; `backends`, `device_ids` and `weights_path` are either one
+value for every camera or one per camera (comma-separated, same order). Each node runs in its
+camera's namespace exactly like depth.launch.py (same topics, the `config` file, autostart) and is
+named depth_node. A parameter argument left out ('') keeps the config file's value; on an
+accelerator give one device id per camera.
 """
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
@@ -14,47 +16,84 @@ from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
 
+#: Arguments setting the same parameter on every node (only when given).
+SHARED_PARAMETER_ARGS = ('model', 'autostart', 'use_sim_time')
+#: Arguments holding one value for all cameras or one per camera -> parameter name.
+PER_CAMERA_ARGS = {'backends': 'backend', 'device_ids': 'device_id', 'weights_path': 'weights_path'}
+
 
 def _split(text: str) -> list[str]:
     return [t.strip() for t in text.split(',') if t.strip()]
 
 
+def _per_camera(name: str, text: str, count: int) -> list[str]:
+    """One text per camera from '' (all ''), one value (repeated) or `count` values."""
+    values = _split(text)
+    if not values:
+        return [''] * count
+    if len(values) == 1:
+        return values * count
+    if len(values) != count:
+        raise ValueError(f'{name}:={text!r} has {len(values)} values for {count} cameras: give '
+                         'one value for all cameras or one per camera')
+    return values
+
+
 def _nodes(context):
-    get = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
+    from tt_depth_ros.ros.depth_node import DEPTH_PARAMS
+    from tt_depth_ros.ros.launch_overrides import given_overrides, spec_types, write_params_file
+    from tt_depth_ros.ros.perception_node import COMMON_PARAMS
+
+    def get(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    types = {**spec_types(COMMON_PARAMS, DEPTH_PARAMS), 'use_sim_time': bool}
     cameras = _split(get('cameras'))
-    backends, devices = _split(get('backends')), _split(get('device_ids'))
-    if len(backends) == 1:
-        backends *= len(cameras)
-    if len(devices) == 1:
-        devices *= len(cameras)
-    if not cameras or len(backends) != len(cameras) or len(devices) != len(cameras):
-        raise ValueError(f'cameras={cameras}, backends={backends}, device_ids={devices}: give '
-                         'one backend and one device id per camera (or one for all)')
-    autostart = get('autostart').lower() == 'true'
+    if not cameras:
+        raise ValueError("cameras:='' names no camera: give e.g. cameras:=/front,/rear")
+    per_camera = {param: _per_camera(arg, get(arg), len(cameras))
+                  for arg, param in PER_CAMERA_ARGS.items()}
+    shared = {name: get(name) for name in SHARED_PARAMETER_ARGS}
+    image = get('image_topic')
     nodes = []
-    for cam, backend, dev in zip(cameras, backends, devices):
+    for i, cam in enumerate(cameras):
+        raw = {**shared, **{param: values[i] for param, values in per_camera.items()}}
+        overrides = given_overrides(raw, types)
+        params = [get('config')] + ([write_params_file(overrides)] if overrides else [])
         nodes.append(LifecycleNode(
             package='tt_depth_ros', executable='depth_node', name='depth_node', namespace=cam,
-            output='screen',
-            remappings=[('image', get('image_topic')),
-                        ('image/compressed', get('image_topic') + '/compressed'),
-                        ('camera_info', get('camera_info_topic'))],
-            parameters=[get('config'), {'backend': backend, 'device_id': int(dev),
-                                        'model': get('model'), 'autostart': autostart}]))
+            output='screen', parameters=params,
+            remappings=[('image', image), ('image/compressed', image + '/compressed'),
+                        ('camera_info', get('camera_info_topic'))]))
     return nodes
 
 
 def generate_launch_description() -> LaunchDescription:
-    """Arguments: cameras, backends, device_ids, image_topic, camera_info_topic, model, ..."""
+    """Depth LifecycleNodes, one per camera; the arguments are listed in the README."""
     return LaunchDescription([
-        DeclareLaunchArgument('cameras', default_value='/front,/rear'),
-        DeclareLaunchArgument('backends', default_value='auto'),
-        DeclareLaunchArgument('device_ids', default_value='0,1'),
-        DeclareLaunchArgument('image_topic', default_value='image_raw'),
-        DeclareLaunchArgument('camera_info_topic', default_value='camera_info'),
-        DeclareLaunchArgument('model', default_value='da3metric-large'),
-        DeclareLaunchArgument('autostart', default_value='true'),
+        DeclareLaunchArgument('cameras', default_value='/front,/rear',
+                              description='comma-separated camera namespaces, one node each'),
+        DeclareLaunchArgument('image_topic', default_value='image_raw',
+                              description='image topic, relative to each camera namespace'),
+        DeclareLaunchArgument('camera_info_topic', default_value='camera_info',
+                              description='CameraInfo topic, relative to each camera namespace'),
         DeclareLaunchArgument('config', default_value=PathJoinSubstitution(
-            [FindPackageShare('tt_depth_ros'), 'config', 'depth.yaml'])),
+            [FindPackageShare('tt_depth_ros'), 'config', 'depth.yaml']),
+            description='parameters file of every node'),
+        DeclareLaunchArgument('backends', default_value='',
+                              description='parameter backend: one for all cameras or one per '
+                              'camera'),
+        DeclareLaunchArgument('device_ids', default_value='',
+                              description='parameter device_id: one for all cameras or one per '
+                              'camera'),
+        DeclareLaunchArgument('weights_path', default_value='',
+                              description='parameter weights_path: one file for all cameras or '
+                              'one per camera'),
+        DeclareLaunchArgument('model', default_value='',
+                              description='parameter model of every node'),
+        DeclareLaunchArgument('autostart', default_value='',
+                              description='parameter autostart of every node'),
+        DeclareLaunchArgument('use_sim_time', default_value='',
+                              description='parameter use_sim_time of every node'),
         OpaqueFunction(function=_nodes),
     ])

@@ -1,64 +1,93 @@
 """Launch the DUSt3R pair node: `ros2 launch tt_depth_ros pair.launch.py mode:=stereo|temporal`.
 
-Stereo: subscribes <camera1>/image, <camera1>/camera_info, <camera2>/image, <camera2>/camera_info.
-Temporal: subscribes <camera>/image and <camera>/camera_info. Outputs (points, pose, depth, ...)
-are relative to `namespace`; /tf is global. Parameters come from config/pair.yaml, then the
-arguments below. The node brings itself to active when `autostart` is true (its own parameter, so
-the same behaviour holds with launch_ros on Humble, Jazzy and later, and without launch).
-Always run ROS with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST unless the robot network is wanted.
+Stereo: subscribes <camera1>/<image_topic>, <camera1>/<camera_info_topic> and the same of <camera2>.
+Temporal: subscribes <camera>/<image_topic> and <camera>/<camera_info_topic> (an absolute
+image_topic / camera_info_topic is used as is). With input_transport compressed, <...>/compressed.
+Outputs (points, pose, depth, ...) are relative to `namespace`; /tf is global. Parameters come from
+the `config` file (config/pair.yaml by default); a parameter argument given on the command line
+overrides it, one left out ('') keeps the file's value (mode included: both modes' inputs are
+remapped, the node subscribes those of its mode). The node's own `autostart` parameter brings it
+to active; with autostart:=false use `ros2 lifecycle set <namespace>/pair_node configure`, then
+`activate`. ROS environment variables are the caller's.
 """
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
 
+#: Launch arguments that set the node parameter of the same name (only when given).
+PARAMETER_ARGS = ('mode', 'model', 'weights_path', 'backend', 'device_id', 'scale_source',
+                  'baseline_m', 'autostart', 'use_sim_time')
+
+
+def _under(base: str, topic: str) -> str:
+    """`topic` below the camera `base` (an absolute topic stays as it is)."""
+    return topic if topic.startswith('/') else f"{base.rstrip('/')}/{topic}"
+
+
+def _node(context):
+    from tt_depth_ros.ros.launch_overrides import given_overrides, spec_types, write_params_file
+    from tt_depth_ros.ros.pair_params import PAIR_PARAMS
+    from tt_depth_ros.ros.perception_node import COMMON_PARAMS
+
+    def get(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    types = {**spec_types(COMMON_PARAMS, PAIR_PARAMS), 'use_sim_time': bool}
+    overrides = given_overrides({name: get(name) for name in PARAMETER_ARGS}, types)
+    params = [get('config')] + ([write_params_file(overrides)] if overrides else [])
+    image, info = get('image_topic'), get('camera_info_topic')
+    cam, cam1, cam2 = get('camera'), get('camera1'), get('camera2')
+    remaps = [('camera1/image', _under(cam1, image)), ('camera1/camera_info', _under(cam1, info)),
+              ('camera2/image', _under(cam2, image)), ('camera2/camera_info', _under(cam2, info)),
+              ('image', _under(cam, image)), ('camera_info', _under(cam, info))]
+    remaps += [(src + '/compressed', dst + '/compressed') for src, dst in remaps
+               if src.endswith('image')]
+    return [LifecycleNode(package='tt_depth_ros', executable='pair_node', name='pair_node',
+                          namespace=get('namespace'), output='screen', parameters=params,
+                          remappings=remaps)]
+
 
 def generate_launch_description() -> LaunchDescription:
-    """Arguments: mode, namespace, camera/camera1/camera2, model, backend, device_id, config."""
-    cfg = LaunchConfiguration
-    args = [
-        DeclareLaunchArgument('mode', default_value='stereo', choices=['stereo', 'temporal'],
-                              description='stereo (two cameras) or temporal (one camera)'),
-        DeclareLaunchArgument('namespace', default_value='dust3r'),
+    """One pair LifecycleNode; the arguments are listed in the README (Launch arguments)."""
+    return LaunchDescription([
+        DeclareLaunchArgument('namespace', default_value='dust3r',
+                              description='namespace of the node and its outputs'),
         DeclareLaunchArgument('camera', default_value='/camera',
-                              description='temporal: camera base topic'),
-        DeclareLaunchArgument('camera1', default_value='/left', description='stereo: camera 1'),
-        DeclareLaunchArgument('camera2', default_value='/right', description='stereo: camera 2'),
-        DeclareLaunchArgument('model', default_value='dust3r-vitl-512-dpt'),
-        DeclareLaunchArgument('weights_path', default_value=''),
-        DeclareLaunchArgument('backend', default_value='auto',
-                              choices=['auto', 'ttnn', 'torch-cuda', 'torch-cpu']),
-        DeclareLaunchArgument('device_id', default_value='0'),
-        DeclareLaunchArgument('scale_source', default_value='none',
-                              choices=['none', 'baseline', 'depth']),
-        DeclareLaunchArgument('baseline_m', default_value='0.0'),
-        DeclareLaunchArgument('autostart', default_value='true'),
+                              description='temporal: camera namespace of the inputs'),
+        DeclareLaunchArgument('camera1', default_value='/left',
+                              description='stereo: camera 1 namespace'),
+        DeclareLaunchArgument('camera2', default_value='/right',
+                              description='stereo: camera 2 namespace'),
+        DeclareLaunchArgument('image_topic', default_value='image',
+                              description='image topic below each camera namespace'),
+        DeclareLaunchArgument('camera_info_topic', default_value='camera_info',
+                              description='CameraInfo topic below each camera namespace'),
         DeclareLaunchArgument('config', default_value=PathJoinSubstitution(
-            [FindPackageShare('tt_depth_ros'), 'config', 'pair.yaml'])),
-    ]
-    overrides = {
-        'mode': cfg('mode'), 'model': cfg('model'), 'weights_path': cfg('weights_path'),
-        'backend': cfg('backend'),
-        'device_id': PythonExpression(['int(', cfg('device_id'), ')']),
-        'scale_source': cfg('scale_source'),
-        'baseline_m': PythonExpression(['float(', cfg('baseline_m'), ')']),
-        'autostart': PythonExpression(["'", cfg('autostart'), "'.lower() == 'true'"]),
-    }
-    is_stereo = PythonExpression(["'", cfg('mode'), "' == 'stereo'"])
-    stereo_remaps = [('camera1/image', [cfg('camera1'), '/image']),
-                     ('camera1/camera_info', [cfg('camera1'), '/camera_info']),
-                     ('camera2/image', [cfg('camera2'), '/image']),
-                     ('camera2/camera_info', [cfg('camera2'), '/camera_info'])]
-    temporal_remaps = [('image', [cfg('camera'), '/image']),
-                       ('camera_info', [cfg('camera'), '/camera_info'])]
-    common = dict(package='tt_depth_ros', executable='pair_node', name='pair_node',
-                  namespace=cfg('namespace'), output='screen',
-                  parameters=[cfg('config'), overrides])
-    return LaunchDescription(args + [
-        LifecycleNode(remappings=stereo_remaps, condition=IfCondition(is_stereo), **common),
-        LifecycleNode(remappings=temporal_remaps, condition=UnlessCondition(is_stereo),
-                      **common),
+            [FindPackageShare('tt_depth_ros'), 'config', 'pair.yaml']),
+            description='parameters file of the node'),
+        DeclareLaunchArgument('mode', default_value='',
+                              description='parameter mode: stereo (two cameras) or temporal '
+                              '(one camera)'),
+        DeclareLaunchArgument('model', default_value='',
+                              description='parameter model (dust3r-vitl-512-dpt, ...)'),
+        DeclareLaunchArgument('weights_path', default_value='',
+                              description='parameter weights_path: explicit weights file'),
+        DeclareLaunchArgument('backend', default_value='',
+                              description='parameter backend: auto, ttnn, torch-cuda or torch-cpu'),
+        DeclareLaunchArgument('device_id', default_value='',
+                              description='parameter device_id: accelerator index'),
+        DeclareLaunchArgument('scale_source', default_value='',
+                              description='parameter scale_source: none, baseline or depth'),
+        DeclareLaunchArgument('baseline_m', default_value='',
+                              description='parameter baseline_m: stereo baseline, metres'),
+        DeclareLaunchArgument('autostart', default_value='',
+                              description='parameter autostart: true = configure and activate at '
+                              'startup, false = wait for ros2 lifecycle set'),
+        DeclareLaunchArgument('use_sim_time', default_value='',
+                              description='parameter use_sim_time: true = the node clock follows '
+                              '/clock'),
+        OpaqueFunction(function=_node),
     ])

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Create (or verify) the project's virtualenv for one ROS 2 distro: ROS 2 wheels, torch (CPU), the
-# Python dependencies, a locally generated tf2_msgs and this package (editable). Idempotent: a stamp
-# holding the hash of every input makes a re-run with nothing changed take about a second.
+# Python dependencies, a locally generated tf2_msgs and this package (editable). When the launch
+# system's wheels lie beside the clone (../shared/ros/launch: launch, launch_ros, the `ros2` CLI,
+# see its README) they are installed too and composition_interfaces is generated from its source,
+# so that the tests run the launch files the way users do. Idempotent: a stamp holding the hash of
+# every input makes a re-run with nothing changed take about a second.
 #
 #   scripts/bootstrap.sh [jazzy|kilted]      -> .venv (jazzy, default) or .venv-kilted
+#   TT_DEPTH_ROS_SHARED=/path/to/shared      -> where to look for ros/launch (default ../shared)
 set -euo pipefail
 start=$(date +%s.%N)
 distro="${1:-jazzy}"
@@ -18,13 +22,25 @@ command -v "$py" >/dev/null || py=python3
 inputs=(scripts/bootstrap.sh requirements/common.txt "requirements/$distro.txt"
         "requirements/tf2_build_$distro.txt" scripts/tf2_msgs/msg/TFMessage.msg
         scripts/tf2_msgs/CMakeLists.txt scripts/tf2_msgs/package.xml setup.py setup.cfg package.xml)
+# The launch wheels are pure Python, built from the Jazzy branches; they also run on Kilted's rclpy.
+launch_dir="${TT_DEPTH_ROS_SHARED:-$root/../shared}/ros/launch"
+check_imports="import rclpy, torch, tf2_msgs.msg"
+if [[ -d "$launch_dir/wheels" ]]; then
+  launch_dir="$(cd "$launch_dir" && pwd)"
+  inputs+=(requirements/launch.txt)
+  while IFS= read -r f; do inputs+=("$f"); done < <(find "$launch_dir/wheels" \
+    "$launch_dir/src/composition_interfaces" -type f | sort)
+  check_imports+=", launch_ros.actions, composition_interfaces.srv, ros2cli"
+else
+  launch_dir=""
+fi
 stamp_want=$(cd "$root" && cat "${inputs[@]}" | sha256sum | cut -c1-16)
 stamp_file="$venv/.tt_depth_ros_stamp"
 
 elapsed() { python3 -c "import time;print(f'{time.time()-$start:.1f}')"; }
 
 if [[ -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp_want" ]] \
-   && "$venv/bin/python" -c "import rclpy, torch, tf2_msgs.msg" 2>/dev/null; then
+   && "$venv/bin/python" -c "$check_imports" 2>/dev/null; then
   echo "bootstrap[$distro]: environment up to date ($venv), checked in $(elapsed) s"
   exit 0
 fi
@@ -37,29 +53,48 @@ pipi() { "$venv/bin/python" -m pip install --disable-pip-version-check -q "$@" 2
 pipi -r "$root/requirements/common.txt" -r "$root/requirements/$distro.txt"
 echo "bootstrap[$distro]: python packages installed ($(elapsed) s)"
 
-# tf2_msgs: no wheel exists; generate the one message with the rosidl build wheels (spec/ros.md §5).
-if ! "$venv/bin/python" -c "import tf2_msgs.msg" 2>/dev/null; then
-  pipi -r "$root/requirements/tf2_build_$distro.txt"
-  pyinc=$("$venv/bin/python" -c "import sysconfig;print(sysconfig.get_paths()['include'])")
-  npinc=$("$venv/bin/python" -c "import numpy;print(numpy.get_include())")
-  # The message wheels' CMake exports hard-code the wheel build container's Python prefix.
-  old=$(grep -rhoE '[^;" ]+/python/cp311-cp311' "$venv/share" --include='*.cmake' | sort -u | head -n1 || true)
-  if [[ -n "$old" ]]; then
-    grep -rl "$old/" "$venv/share" --include='*.cmake' | xargs -r sed -i \
-      -e "s#$old/include/python3.11#$pyinc#g" \
-      -e "s#$old/lib/python3.11/site-packages/numpy/_core/include#$npinc#g"
+# Interface packages without a wheel (tf2_msgs; composition_interfaces for launch_ros) are generated
+# with the rosidl build wheels (spec/ros.md §5) and installed into the venv.
+fixed_cmake_paths=""
+generate_interfaces() {  # <package name> <source dir>
+  local name="$1" src="$2" build="$venv/.build/$1"
+  "$venv/bin/python" -c "import $name" 2>/dev/null && return 0
+  if [[ -z "$fixed_cmake_paths" ]]; then
+    pipi -r "$root/requirements/tf2_build_$distro.txt"
+    local pyinc npinc old
+    pyinc=$("$venv/bin/python" -c "import sysconfig;print(sysconfig.get_paths()['include'])")
+    npinc=$("$venv/bin/python" -c "import numpy;print(numpy.get_include())")
+    # The message wheels' CMake exports hard-code the wheel build container's Python prefix.
+    old=$(grep -rhoE '[^;" ]+/python/cp311-cp311' "$venv/share" --include='*.cmake' | sort -u | head -n1 || true)
+    if [[ -n "$old" ]]; then
+      grep -rl "$old/" "$venv/share" --include='*.cmake' | xargs -r sed -i \
+        -e "s#$old/include/python3.11#$pyinc#g" \
+        -e "s#$old/lib/python3.11/site-packages/numpy/_core/include#$npinc#g"
+    fi
+    fixed_cmake_paths=1
   fi
-  build="$venv/.build/tf2_msgs"
   rm -rf "$build"; mkdir -p "$build"
-  export AMENT_PREFIX_PATH="$venv"
-  cmake -S "$root/scripts/tf2_msgs" -B "$build" -DCMAKE_PREFIX_PATH="$venv" \
+  AMENT_PREFIX_PATH="$venv" cmake -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$venv" \
     -DCMAKE_INSTALL_PREFIX="$venv" -DPython3_EXECUTABLE="$venv/bin/python" -DBUILD_TESTING=OFF >"$build.log" 2>&1 \
-    || { tail -n 40 "$build.log"; echo "bootstrap: tf2_msgs configure failed (log: $build.log)" >&2; exit 1; }
-  cmake --build "$build" -j2 >>"$build.log" 2>&1 && cmake --install "$build" >>"$build.log" 2>&1 \
-    || { tail -n 40 "$build.log"; echo "bootstrap: tf2_msgs build failed (log: $build.log)" >&2; exit 1; }
-  "$venv/bin/python" -c "import tf2_msgs.msg" \
-    || { echo "bootstrap: tf2_msgs built but does not import" >&2; exit 1; }
-  echo "bootstrap[$distro]: tf2_msgs generated ($(elapsed) s)"
+    || { tail -n 40 "$build.log"; echo "bootstrap: $name configure failed (log: $build.log)" >&2; exit 1; }
+  AMENT_PREFIX_PATH="$venv" cmake --build "$build" -j2 >>"$build.log" 2>&1 \
+    && cmake --install "$build" >>"$build.log" 2>&1 \
+    || { tail -n 40 "$build.log"; echo "bootstrap: $name build failed (log: $build.log)" >&2; exit 1; }
+  "$venv/bin/python" -c "import $name" \
+    || { echo "bootstrap: $name built but does not import" >&2; exit 1; }
+  echo "bootstrap[$distro]: $name generated ($(elapsed) s)"
+}
+
+generate_interfaces tf2_msgs.msg "$root/scripts/tf2_msgs"
+
+if [[ -n "$launch_dir" ]]; then
+  pipi --no-deps "$launch_dir"/wheels/*.whl
+  pipi -r "$root/requirements/launch.txt"
+  generate_interfaces composition_interfaces.srv "$launch_dir/src/composition_interfaces"
+  echo "bootstrap[$distro]: launch system and ros2 CLI installed from $launch_dir ($(elapsed) s)"
+else
+  echo "bootstrap[$distro]: no ${TT_DEPTH_ROS_SHARED:-$root/../shared}/ros/launch: launch/ros2 CLI not installed" \
+       "(the real-launch tests skip outside CI)"
 fi
 
 pipi --no-deps --no-build-isolation -e "$root"

@@ -2,15 +2,16 @@
 
 Every registered entry point resolves to a callable.
 """
+import ast
 import importlib
 import re
-import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+from support.colcon_ws import build_workspace, colcon_executable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,17 +22,74 @@ def _console_scripts() -> dict[str, str]:
     return dict(re.findall(r"'([\w-]+) = ([\w.:]+)'", block))
 
 
-def test_package_xml_is_format3_ament_python_with_declared_deps():
+#: Top-level module -> rosdep key of package.xml, for every module the package imports at run time.
+ROSDEP_KEYS = {
+    'rclpy': 'rclpy', 'rcl_interfaces': 'rcl_interfaces', 'lifecycle_msgs': 'lifecycle_msgs',
+    'sensor_msgs': 'sensor_msgs', 'geometry_msgs': 'geometry_msgs', 'std_msgs': 'std_msgs',
+    'nav_msgs': 'nav_msgs', 'builtin_interfaces': 'builtin_interfaces',
+    'diagnostic_msgs': 'diagnostic_msgs', 'rosgraph_msgs': 'rosgraph_msgs', 'tf2_msgs': 'tf2_msgs',
+    'launch': 'launch', 'launch_ros': 'launch_ros',
+    'numpy': 'python3-numpy', 'cv2': 'python3-opencv', 'PIL': 'python3-pil',
+    'yaml': 'python3-yaml', 'psutil': 'python3-psutil', 'matplotlib': 'python3-matplotlib',
+}
+#: Imported, but not from rosdep: the model runtime and the bag library come from pip (README).
+PIP_ONLY = {
+    'torch': 'PyTorch CPU/CUDA builds are chosen per machine; no rosdep key',
+    'safetensors': 'model checkpoints; pip',
+    'huggingface_hub': 'weight download; pip',
+    'ttnn': 'Tenstorrent runtime, installed with the device software',
+    'rosbags': 'pure-Python rosbag2 reader/writer of the tools; pip',
+}
+#: Declared without a Python import: what the user runs the package with.
+DECLARED_FOR_TOOLS = {
+    'ros2launch': '`ros2 launch tt_depth_ros ...` runs the launch files',
+    'ros2lifecycle': '`ros2 lifecycle set` drives nodes started with autostart:=false',
+    'lifecycle_msgs': 'types of the lifecycle services the nodes serve (through rclpy.lifecycle)',
+}
+
+
+def _imported_modules() -> dict[str, str]:
+    """Top-level module -> one file of tt_depth_ros/ or launch/ importing it.
+
+    Counts `import`, `from ... import` and `importlib.import_module('<constant>')`.
+    """
+    found: dict[str, str] = {}
+    files = sorted((ROOT / 'tt_depth_ros').rglob('*.py')) + sorted((ROOT / 'launch').glob('*.py'))
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif (isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'import_module'
+                  and node.args and isinstance(node.args[0], ast.Constant)):
+                names = [node.args[0].value]
+            for name in names:
+                found.setdefault(name.split('.')[0], str(path.relative_to(ROOT)))
+    return {m: f for m, f in found.items()
+            if m not in sys.stdlib_module_names and m != 'tt_depth_ros'}
+
+
+def test_package_xml_is_format3_ament_python():
     root = ET.parse(ROOT / 'package.xml').getroot()
     assert root.get('format') == '3'
     assert root.findtext('name') == 'tt_depth_ros'
     assert root.find('export/build_type').text == 'ament_python'
-    deps = {e.text for e in root.findall('exec_depend')}
-    for dep in ('rclpy', 'sensor_msgs', 'geometry_msgs', 'std_msgs', 'builtin_interfaces',
-                'diagnostic_msgs', 'lifecycle_msgs', 'tf2_msgs', 'launch_ros', 'python3-numpy',
-                'python3-opencv'):
-        assert dep in deps, f'package.xml lacks exec_depend {dep}'
     assert 'python3-pytest' in {e.text for e in root.findall('test_depend')}
+
+
+def test_package_xml_declares_every_runtime_import():
+    root = ET.parse(ROOT / 'package.xml').getroot()
+    declared = {e.text for tag in ('exec_depend', 'depend') for e in root.findall(tag)}
+    imported = _imported_modules()
+    unmapped = {m: f for m, f in imported.items() if m not in ROSDEP_KEYS and m not in PIP_ONLY}
+    assert not unmapped, f'imports without a rosdep key or pip-only reason: {unmapped}'
+    missing = {ROSDEP_KEYS[m]: f for m, f in imported.items()
+               if m in ROSDEP_KEYS and ROSDEP_KEYS[m] not in declared}
+    assert not missing, f'package.xml lacks exec_depend for: {missing}'
+    wanted = {ROSDEP_KEYS[m] for m in imported if m in ROSDEP_KEYS} | set(DECLARED_FOR_TOOLS)
+    assert declared <= wanted, f'package.xml declares what nothing uses: {declared - wanted}'
 
 
 def test_every_console_script_resolves_to_a_callable():
@@ -44,19 +102,9 @@ def test_every_console_script_resolves_to_a_callable():
 
 
 def test_colcon_build_installs_scripts_and_share_files(tmp_path):
-    colcon = Path(sys.executable).with_name('colcon')
-    if not colcon.exists():
+    if not colcon_executable().exists():
         pytest.fail('colcon is not installed in the test environment (scripts/bootstrap.sh)')
-    src = tmp_path / 'src' / 'tt_depth_ros'
-    files = subprocess.run(['git', 'ls-files', '--cached', '--others', '--exclude-standard'],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    for rel in files:
-        if rel.startswith('test/data/') or not (ROOT / rel).is_file():
-            continue
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, src / rel)
-    proc = subprocess.run([str(colcon), 'build', '--event-handlers', 'console_direct-'],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = build_workspace(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     prefix = tmp_path / 'install' / 'tt_depth_ros'
     for name in _console_scripts():
