@@ -186,9 +186,9 @@ class PairNode(PerceptionLifecycleNode):
             return None
         return self._metric.get(stamp_ns, self.p['metric_depth_wait_s'] if wait else 0.0)
 
-    def _intrinsics(self, key: str, width: int, height: int):
-        """(ok, K or None): K at image size from the latest CameraInfo of `key`."""
-        found = self.camera_K(key, width, height,
+    def _intrinsics(self, key: str, width: int, height: int, stamp):
+        """(ok, K or None): K at image size from the CameraInfo of `key` with this stamp."""
+        found = self.camera_K(key, width, height, stamp,
                               fallback='the focal is estimated from the pointmap')
         return (False, None) if found is None else (True, found[0])
 
@@ -196,7 +196,7 @@ class PairNode(PerceptionLifecycleNode):
         rgb = self.decode_image(msg, key)
         if rgb is None:
             return None
-        ok, K = self._intrinsics(key, rgb.shape[1], rgb.shape[0])
+        ok, K = self._intrinsics(key, rgb.shape[1], rgb.shape[0], msg.header.stamp)
         return (rgb, K) if ok else None
 
     def _run(self, rgb1, K1, rgb2, K2):
