@@ -50,8 +50,9 @@ from tt_depth_ros.ros.perception_node import (
     PerceptionLifecycleNode,
     with_defaults,
 )
-from tt_depth_ros.ros.pose_msgs import path_msg, pose_stamped_msg, tf_message
+from tt_depth_ros.ros.pose_msgs import frame_id_problem, path_msg, pose_stamped_msg, tf_message
 from tt_depth_ros.ros.stamp_cache import StampedCache
+from tt_depth_ros.ros.tf_qos import TF_QOS
 
 
 class PairNode(PerceptionLifecycleNode):
@@ -123,14 +124,18 @@ class PairNode(PerceptionLifecycleNode):
             'depth_unscaled_info': pub(CameraInfo, 'depth_unscaled/camera_info'),
             'depth2': pub(Image, 'depth2'), 'depth2_info': pub(CameraInfo, 'depth2/camera_info'),
             'confidence': pub(Image, 'confidence'), 'pose': pub(PoseStamped, 'pose'),
-            'path': pub(Path, 'path'), 'tf': pub(TFMessage, '/tf'),
+            'path': pub(Path, 'path'),
+            'tf': self.create_lifecycle_publisher(TFMessage, '/tf', TF_QOS),   # tf2's QoS
         }
+        self._pubs.append(self._out['tf'])
         self.pairer = ApproxTimePairer(self.p['pair_tolerance_s'], self.p['pair_queue_size'])
         self.chain = KeyframeChain(KeyframePolicy(self.p['keyframe_every_n'],
                                                   self.p['keyframe_max_rotation_deg'],
                                                   self.p['keyframe_max_translation']))
         with self._info_lock:
-            self._info = {'pnp_failures': 0, 'pnp_ok': 0, 'scale_failures': 0}
+            self._info = {'pnp_failures': 0, 'pnp_ok': 0, 'scale_failures': 0,
+                          'tf_published': 0, 'tf_withheld_unscaled': 0,
+                          'pose_rejected_frame_id': 0}
 
     def create_inputs(self) -> None:
         """Subscriptions for the mode (+ metric_depth when scale_source=depth)."""
@@ -208,7 +213,8 @@ class PairNode(PerceptionLifecycleNode):
         self.ensure_prepared(plan.net_hw)
         self.pipeline.set_conf_threshold(self.p['conf_threshold'])   # runtime parameter
         try:
-            return self.pipeline.run(rgb1, rgb2, K1, K2)
+            return self.pipeline.run(rgb1, rgb2, K1, K2,
+                                     same_camera=self.p['mode'] == 'temporal')
         except ValueError as exc:
             self.reject('pair', str(exc))
             return None
@@ -234,7 +240,7 @@ class PairNode(PerceptionLifecycleNode):
             self._info.update(pnp_inliers=pose.inliers,
                               pnp_inlier_ratio=round(pose.inlier_ratio, 4),
                               pnp_reproj_px=round(pose.reproj_error_px, 3),
-                              focal_source=pose.focal_source)
+                              focal_source=result.focal_source)
             self._info['pnp_ok' if pose.success else 'pnp_failures'] += 1
             if not pose.success:
                 self._info['last_pnp_failure'] = pose.reason
@@ -273,12 +279,6 @@ class PairNode(PerceptionLifecycleNode):
         if not self._scale_ok(scale):
             return None
         s = scale.value
-        parent = self.p['tf_parent_frame'] or m1.header.frame_id
-        if pose_ok:
-            T = result.T_units.copy()
-            T[:3, 3] *= s
-            child = self.p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
-            self._publish_pose(T, m1.header.stamp, parent, child)
         if self._out['points'].get_subscription_count() > 0:
             xyz, rgb = result.fused_points(s)
             self._out['points'].publish(pointcloud2_msg(xyz[None], rgb[None], m1.header))
@@ -289,6 +289,12 @@ class PairNode(PerceptionLifecycleNode):
                                 unscaled_topic=None)
         if self.p['publish_confidence']:
             self._out['confidence'].publish(depth_image_msg(result.conf1, m1.header))
+        if pose_ok:   # last: a pose that cannot be published never blocks cloud and depth
+            T = result.T_units.copy()
+            T[:3, 3] *= s
+            parent = self.p['tf_parent_frame'] or m1.header.frame_id
+            child = self.p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
+            self._publish_pose(T, m1.header.stamp, parent, child, scale.metric)
         return m1.header
 
     def _process_temporal(self, msg):
@@ -323,13 +329,14 @@ class PairNode(PerceptionLifecycleNode):
             self._info.update(keyframes=self.chain.keyframes_made,
                               last_keyframe_reason=step.promoted or self._info.get(
                                   'last_keyframe_reason', ''))
-        self._publish_pose(step.T_odom_frame, msg.header.stamp, parent, child, trajectory=True)
         if self._out['points'].get_subscription_count() > 0:   # cloud in the current camera
             xyz, colors = result.fused_points(scale.value, invert_T(step.T_key_frame))
             self._out['points'].publish(pointcloud2_msg(xyz[None], colors[None], msg.header))
         self._publish_depth('depth', result.depth2(scale.value), result.K2_net, msg.header, scale)
         if self.p['publish_confidence']:
             self._out['confidence'].publish(depth_image_msg(result.conf2, msg.header))
+        self._publish_pose(step.T_odom_frame, msg.header.stamp, parent, child, scale.metric,
+                           trajectory=True)
         return msg.header
 
     def _start_chain(self, msg, rgb, K, stamp_ns, parent, child):
@@ -346,14 +353,40 @@ class PairNode(PerceptionLifecycleNode):
         with self._info_lock:
             self._info.update(keyframes=1, last_keyframe_reason='first frame (odom origin)')
         # The first keyframe IS the odom origin: its identity pose is exact, not a placeholder.
-        self._publish_pose(np.eye(4), msg.header.stamp, parent, child, trajectory=True)
+        self._publish_pose(np.eye(4), msg.header.stamp, parent, child, metric, trajectory=True)
         return msg.header
 
     # ---- publishing -----------------------------------------------------------------------
-    def _publish_pose(self, T, stamp, parent, child, trajectory=False) -> None:
+    def _publish_pose(self, T, stamp, parent, child, metric: bool, trajectory=False) -> None:
+        """Publish pose (+ path) and, per publish_tf, /tf: metres only unless 'always'.
+
+        With 'always' the child of an unscaled pose is `<child>_unscaled`, so no metric frame
+        ever gets DUSt3R units. A frame name tf2 would reject is a counted, logged rejection of
+        this pose only.
+        """
+        tf_mode = self.p['publish_tf']
+        if tf_mode == 'always' and not metric:
+            child = f'{child}_unscaled'
+        problem = frame_id_problem(parent) or (
+            tf_mode != 'never' and (frame_id_problem(child) or (
+                'parent and child frame are both ' + repr(child) if parent == child else None)))
+        if problem:
+            with self._info_lock:
+                self._info['pose_rejected_frame_id'] += 1
+                self._info['last_frame_id_problem'] = problem
+            self.get_logger().warning(
+                f'pose/TF not published: {problem} (parent {parent!r}, child {child!r}); set '
+                'the camera frame_id or tf_parent_frame/tf_child_frame. Cloud and depth are '
+                'still published', throttle_duration_sec=self.p['bad_input_log_period'])
+            return
         self._out['pose'].publish(pose_stamped_msg(T, stamp, parent))
-        if self.p['publish_tf']:
+        if tf_mode == 'always' or (tf_mode == 'auto' and metric):
             self._out['tf'].publish(tf_message(T, stamp, parent, child))
+            with self._info_lock:
+                self._info['tf_published'] += 1
+        elif tf_mode == 'auto':
+            with self._info_lock:
+                self._info['tf_withheld_unscaled'] += 1
         if trajectory and self.p['publish_path']:
             poses = [(self._stamp_msg(s), T_) for s, T_ in
                      self.chain.history[-self.p['path_max_poses']:]]

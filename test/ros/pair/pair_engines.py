@@ -74,6 +74,21 @@ def read_id(rgb: np.ndarray) -> int:
     return r + 256 * g
 
 
+CAM_MARK = 0x5A
+
+
+def stamp_camera(rgb: np.ndarray, camera: int) -> np.ndarray:
+    """Mark which rig camera (0 or 1) took the image, in pixel (0, 1): (camera, 0, CAM_MARK)."""
+    out = rgb.copy()
+    out[0, 1] = (camera, 0, CAM_MARK)
+    return out
+
+
+def read_camera(rgb: np.ndarray, default: int) -> int:
+    """The rig camera marked by `stamp_camera`, else `default` (the view position)."""
+    return int(rgb[0, 1, 0]) if int(rgb[0, 1, 2]) == CAM_MARK else default
+
+
 def render_view(mode: str, frame_id: int, view: int, width: int, height: int,
                 hfov_deg: float = 70.0):
     """(rgb with id, depth) of one camera image for the simulator."""
@@ -93,14 +108,18 @@ class SceneDust3rEngine(Engine):
         delay_s: sleep per infer (engine rate for overload tests).
         fail_prepare: raise in prepare() this many times in this process.
         garbage_ids: frame ids of view 2 for which the pointmap is random (PnP must fail).
+        hfov2_deg: field of view of rig camera 2 when it differs; images marked with
+            `stamp_camera` are then rendered by their own camera whatever the view order.
     """
 
     num_views = 2
     _prepare_failures = 0
 
     def __init__(self, mode: str = 'stereo', hfov_deg: float = 70.0, scale_seed: int = 7,
-                 delay_s: float = 0.0, fail_prepare: int = 0, garbage_ids=()):
+                 delay_s: float = 0.0, fail_prepare: int = 0, garbage_ids=(),
+                 hfov2_deg: float | None = None):
         self.mode, self.hfov, self.seed = mode, float(hfov_deg), int(scale_seed)
+        self.hfovs = (self.hfov, self.hfov if hfov2_deg is None else float(hfov2_deg))
         self.delay_s, self.fail_prepare = float(delay_s), int(fail_prepare)
         self.garbage_ids = set(int(i) for i in garbage_ids)
         self._timings = {}
@@ -124,11 +143,11 @@ class SceneDust3rEngine(Engine):
         if self.delay_s:
             time.sleep(self.delay_s)
         id1, id2 = read_id(images[0]), read_id(images[1])
-        K = intrinsics(w, h, self.hfov)
-        T_w1 = pose_of(self.mode, id1, 0)
-        T_w2 = pose_of(self.mode, id2, 1)
-        p1, sky1 = self._points(K, h, w, T_w1)
-        p2, sky2 = self._points(K, h, w, T_w2)
+        cam1, cam2 = read_camera(images[0], 0), read_camera(images[1], 1)
+        T_w1 = pose_of(self.mode, id1, cam1)
+        T_w2 = pose_of(self.mode, id2, cam2)
+        p1, sky1 = self._points(intrinsics(w, h, self.hfovs[cam1]), h, w, T_w1)
+        p2, sky2 = self._points(intrinsics(w, h, self.hfovs[cam2]), h, w, T_w2)
         T_12 = np.linalg.inv(T_w1) @ T_w2
         p2 = p2 @ T_12[:3, :3].T + T_12[:3, 3]
         rng = np.random.default_rng([self.seed, id1, id2])
@@ -164,4 +183,4 @@ def tiny_dust3r_engine(backend: str = 'torch-cpu'):
 
 
 __all__ = ['SceneDust3rEngine', 'tiny_dust3r_engine', 'render_view', 'pose_of', 'camera_pose',
-           'STEREO_T_1_2', 'read_id', 'stamp_id']
+           'STEREO_T_1_2', 'read_id', 'stamp_id', 'stamp_camera', 'read_camera']
