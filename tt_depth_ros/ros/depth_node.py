@@ -140,10 +140,10 @@ class DepthNode(PerceptionLifecycleNode):
         except ValueError as exc:
             self.reject('size', str(exc))
             return
-        found = self.camera_K('camera', width, height, msg.header.stamp)
+        found = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
         if found is None:
             return
-        K_img, tx = found
+        rgb, K_img, tx = found
         if K_img is None:   # default_focal mode: DA3's assumed focal at network resolution
             K_img = scale_intrinsics(default_intrinsics(net[1], net[0]), (net[1], net[0]),
                                      (width, height))

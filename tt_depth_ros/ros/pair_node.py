@@ -191,18 +191,14 @@ class PairNode(PerceptionLifecycleNode):
             return None
         return self._metric.get(stamp_ns, self.p['metric_depth_wait_s'] if wait else 0.0)
 
-    def _intrinsics(self, key: str, width: int, height: int, stamp):
-        """(ok, K or None): K at image size from the CameraInfo of `key` with this stamp."""
-        found = self.camera_K(key, width, height, stamp,
-                              fallback='the focal is estimated from the pointmap')
-        return (False, None) if found is None else (True, found[0])
-
     def _decode_with_K(self, msg, key: str):
+        """(rgb, K or None): decoded, rectified when D != 0, K of its CameraInfo by stamp."""
         rgb = self.decode_image(msg, key)
         if rgb is None:
             return None
-        ok, K = self._intrinsics(key, rgb.shape[1], rgb.shape[0], msg.header.stamp)
-        return (rgb, K) if ok else None
+        found = self.camera_view(key, rgb, msg.header.stamp,
+                                 fallback='the focal is estimated from the pointmap')
+        return None if found is None else found[:2]
 
     def _run(self, rgb1, K1, rgb2, K2):
         try:

@@ -40,6 +40,7 @@ from tt_depth_ros.ros.image_codec import (
 from tt_depth_ros.ros.mailbox import LatestFrameMailbox
 from tt_depth_ros.ros.params import ParamSpec, ParamTable
 from tt_depth_ros.ros.qos import publisher_events, qos_profile, subscription_events
+from tt_depth_ros.ros.rectify_input import RECTIFY_PARAMS, InputRectification
 from tt_depth_ros.ros.worker import FrameWorker
 
 SUCCESS, FAILURE, ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE,
@@ -69,6 +70,7 @@ COMMON_PARAMS = (
               "'default_focal' uses the model's default focal (scale unreliable, warned).",
               choices=('wait', 'default_focal')),
     *CAMERA_INFO_SYNC_PARAMS,
+    *RECTIFY_PARAMS,
     ParamSpec('max_image_pixels', 8192 * 8192, 'Images with more pixels are rejected.',
               int_range=(1, 1 << 28)),
     ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages.',
@@ -109,6 +111,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         self.stats = NodeStats()
         self.mailbox = LatestFrameMailbox()
         self.camera_infos = CameraInfoStore()   # per camera, by stamp (ros/camera_info_sync)
+        self.rectification = InputRectification()   # distorted inputs (ros/rectify_input)
         self._last_stamp: dict[str, int] = {}
         self._last_log: dict[str, float] = {}
         self._suppressed: dict[str, int] = {}
@@ -184,6 +187,7 @@ class PerceptionLifecycleNode(LifecycleNode):
                 return FAILURE
             self.stats.reset()
             self.camera_infos.reset()
+            self.rectification.reset()
             self._prepared: set = set()
             self.get_logger().info(f'configure: building engine for {self.p["model"]!r} '
                                    f'(backend {self.p["backend"]}) ...')
@@ -358,26 +362,28 @@ class PerceptionLifecycleNode(LifecycleNode):
                     "CameraInfo rarely or with other stamps needs camera_info_sync:='latest'")
         return None
 
-    def camera_K(self, key: str, width: int, height: int, stamp,
-                 fallback: str = 'using the default focal; the metric scale is unreliable'):
-        """Intrinsics for a width x height frame from the CameraInfo of its `stamp` (`key`).
+    def camera_view(self, key: str, rgb: np.ndarray, stamp,
+                    fallback: str = 'using the default focal; the metric scale is unreliable'):
+        """The pinhole view of a decoded frame: its CameraInfo by `stamp`, rectified (`rectify`).
 
         `fallback` says, in the once-only warning, what replaces the intrinsics when no
         CameraInfo has arrived in 'default_focal' mode.
 
         Returns:
             None when the frame must be skipped (already reported: no CameraInfo in 'wait' mode,
-            invalid CameraInfo, incompatible size); else (K, tx) with K the 3x3 intrinsics at the
-            image size and tx = P[0,3] scaled alike — or (None, 0.0) in 'default_focal' mode
+            invalid CameraInfo, incompatible size, calibration that cannot be rectified); else
+            (rgb, K, tx): the image (rectified when its D is non-zero), K its 3x3 intrinsics
+            (P's) and tx = P[0,3] scaled alike — K is None (tx 0.0) in 'default_focal' mode
             without CameraInfo (the caller applies its model's default focal; warned once).
         """
+        height, width = rgb.shape[:2]
         match = self.camera_info_match(key, stamp)
         if match is None:
             return None
         if match == 'none':
             self.get_logger().warning(f'no CameraInfo for {key}: {fallback} '
                                       '(camera_info_mode=default_focal)', once=True)
-            return None, 0.0
+            return rgb, None, 0.0
         geom = match.geometry
         if isinstance(geom, Exception):
             self.reject('camera_info_invalid', f'{key}: its CameraInfo is unusable: {geom}')
@@ -387,7 +393,12 @@ class PerceptionLifecycleNode(LifecycleNode):
         except CameraModelError as exc:
             self.reject('camera_info_size', f'{key}: {exc}')
             return None
-        return K, geom.Tx * K[0, 0] / geom.K[0, 0]
+        try:
+            rgb = self.rectification.apply(match.msg, rgb, self.p['rectify'])
+        except CameraModelError as exc:
+            self.reject('rectify', f'{key}: cannot rectify with its CameraInfo: {exc}')
+            return None
+        return rgb, K, geom.Tx * K[0, 0] / geom.K[0, 0]
 
     def precheck_image(self, msg, key: str) -> bool:
         """Cheap executor-side checks (size, encoding, stamp order); False = rejected."""
@@ -459,6 +470,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         extra = {'backend': info.backend if info else '', 'device': info.device if info else '',
                  'model': info.model if info else self.p['model']}
         extra.update(self.camera_infos.counters())
+        extra.update(self.rectification.diagnostics(self.p['rectify']))
         extra.update(self.diagnostics_extra())
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
                                       self.state_label, extra)
