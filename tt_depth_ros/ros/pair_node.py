@@ -33,6 +33,8 @@ from nav_msgs.msg import Path
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from tf2_msgs.msg import TFMessage
 
+from tt_depth_ros.geometry.dust3r_preprocess import unmap_intrinsics
+from tt_depth_ros.geometry.grid_to_camera import grid_to_camera
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
 from tt_depth_ros.geometry.scale import METRIC_SOURCES, ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
@@ -279,12 +281,12 @@ class PairNode(PerceptionLifecycleNode):
             xyz, rgb = result.fused_points(s)
             self._out['points'].publish(pointcloud2_msg(xyz[None], rgb[None], m1.header))
         K1 = result.K1_net if result.K1_net is not None else result.K2_net
-        self._publish_depth('depth', result.depth1(s), K1, m1.header, scale)
+        self._publish_depth('depth', result.depth1(s), K1, m1.header, scale, result.plan1)
         if pose_ok and self.p['publish_depth2']:
             self._publish_depth('depth2', result.depth2(s), result.K2_net, m2.header, scale,
-                                unscaled_topic=None)
+                                result.plan2, unscaled_topic=None)
         if self.p['publish_confidence']:
-            self._out['confidence'].publish(depth_image_msg(result.conf1, m1.header))
+            self._publish_confidence(result.conf1, result.plan1, m1.header)
         if pose_ok:   # last: a pose that cannot be published never blocks cloud and depth
             T = result.T_units.copy()
             T[:3, 3] *= s
@@ -328,9 +330,10 @@ class PairNode(PerceptionLifecycleNode):
         if self._out['points'].get_subscription_count() > 0:   # cloud in the current camera
             xyz, colors = result.fused_points(scale.value, invert_T(step.T_key_frame))
             self._out['points'].publish(pointcloud2_msg(xyz[None], colors[None], msg.header))
-        self._publish_depth('depth', result.depth2(scale.value), result.K2_net, msg.header, scale)
+        self._publish_depth('depth', result.depth2(scale.value), result.K2_net, msg.header, scale,
+                            result.plan2)
         if self.p['publish_confidence']:
-            self._out['confidence'].publish(depth_image_msg(result.conf2, msg.header))
+            self._publish_confidence(result.conf2, result.plan2, msg.header)
         self._publish_pose(step.T_odom_frame, msg.header.stamp, parent, child, scale.metric,
                            trajectory=True)
         return msg.header
@@ -393,8 +396,22 @@ class PairNode(PerceptionLifecycleNode):
         from builtin_interfaces.msg import Time
         return Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
 
-    def _publish_depth(self, name, depth, K, header, scale: ScaleResult,
+    def _on_camera_grid(self, grid, K_net, plan):
+        """(map, K) at camera resolution when output_resolution='camera', else unchanged."""
+        if self.p['output_resolution'] != 'camera':
+            return grid, K_net
+        return grid_to_camera(grid, plan), (None if K_net is None else
+                                            unmap_intrinsics(K_net, plan))
+
+    def _publish_confidence(self, conf, plan, header) -> None:
+        conf, _ = self._on_camera_grid(conf, None, plan)
+        self._out['confidence'].publish(depth_image_msg(conf, header))
+
+    def _publish_depth(self, name, depth, K, header, scale: ScaleResult, plan,
                        unscaled_topic='depth_unscaled') -> None:
+        if not (scale.metric or (unscaled_topic and self.p['publish_unscaled_depth'])):
+            return
+        depth, K = self._on_camera_grid(depth, K, plan)
         h, w = depth.shape
         if scale.metric:
             self._out[name].publish(depth_image_msg(depth, header))

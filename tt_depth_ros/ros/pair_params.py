@@ -44,6 +44,10 @@ PAIR_PARAMS = (
               'metric depth image with the reference stamp.', float_range=(0.0, 10.0)),
     ParamSpec('publish_unscaled_depth', False, 'Without a metric scale, publish DUSt3R-unit depth '
               "on 'depth_unscaled' (never on 'depth').", runtime=True),
+    ParamSpec('output_resolution', 'camera', "'camera': depth, depth2 and confidence at the "
+              'camera image size (NaN where the network crop saw nothing; CameraInfo of the '
+              "camera); 'network': the network grid (CameraInfo mapped to it).",
+              choices=('camera', 'network'), runtime=True),
     ParamSpec('publish_depth2', False, "Stereo: also publish camera 2's depth on 'depth2'.",
               runtime=True),
     ParamSpec('publish_confidence', False, "Publish the DUSt3R confidence (32FC1, >= 1) on "

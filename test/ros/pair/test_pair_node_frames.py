@@ -5,21 +5,25 @@
 - /tf carries metres only by default (`publish_tf: auto`); `always` adds unscaled poses under a
   child frame named `<child>_unscaled`; /tf uses tf2's broadcaster QoS (reliable, keep last 100,
   volatile), not the node's output QoS.
+- `output_resolution: camera`: depth at the camera size, NaN where the network crop saw nothing.
 - `camera_info_mode: default_focal` on a stereo rig whose cameras have different lenses: each
   camera's focal is estimated from its own pointmap, so the pose still matches the ground truth
   (borrowing camera 1's focal for camera 2 gives a wrong translation direction).
 """
 import json
 
+import cv2
 import numpy as np
 import pytest
-from pair_engines import STEREO_T_1_2, pose_of, stamp_camera, stamp_id
+from pair_engines import STEREO_T_1_2, pose_of, render_view, stamp_camera, stamp_id
 from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, t_ns
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo
 
 from support.procs import spawn, wait_for
 from tt_depth_ros.geometry.scene_render import default_scene, intrinsics, render
 from tt_depth_ros.geometry.se3 import angle_deg
+from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
 from tt_depth_ros.ros.pose_msgs import T_from_pose_msg
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(150)]
@@ -106,3 +110,38 @@ def test_default_focal_estimates_each_stereo_camera_separately():
     finally:
         probe.close()
 
+
+
+def test_depth_at_camera_resolution_matches_the_scene():
+    """160x120 cameras on a 112x80 network grid (resize 0.7, 2 rows cropped top and bottom)."""
+    ns = '/pair_camres'
+    w, h = 160, 120
+    baseline = float(np.linalg.norm(STEREO_T_1_2[:3, 3]))
+    params = _params(scale_source='baseline', baseline_m=baseline, publish_depth2=True)
+    probe = PairProbe(ns, 'stereo')
+    probe.subscribe(CameraInfo, f'{ns}/depth2/camera_info')
+    try:
+        with spawn(pair_node_cmd(ns, params), env=child_env(), name='pair_camres') as proc:
+            probe.wait_ready()
+            t = 30 * 1000 * MS
+            views = [render_view('stereo', 1, cam, w, h) for cam in (0, 1)]
+            for cam, (rgb, _, K) in enumerate(views):
+                rgb[:16, :16] = rgb[0, 0]    # the frame-id mark survives the resize and crop
+                probe.publish_view(cam, rgb, K, t, ('left', 'right')[cam])
+            for topic, (_, truth, K) in (('depth', views[0]), ('depth2', views[1])):
+                msg = probe.wait_stamp(topic, t)
+                info = probe.wait_stamp(f'{topic}/camera_info', t)
+                assert (msg.width, msg.height, info.width, info.height) == (w, h, w, h)
+                assert np.allclose(np.reshape(info.k, (3, 3)), K, atol=1e-9)
+                d = image_msg_to_depth(msg)
+                assert np.isnan(d[0]).all() and np.isnan(d[-1]).all()   # cropped: no data
+                ok = np.isfinite(d) & np.isfinite(truth)
+                t_ = np.where(np.isfinite(truth), truth, 1e3).astype(np.float32)
+                smooth = ok & (cv2.dilate(t_, np.ones((5, 5))) - cv2.erode(
+                    t_, np.ones((5, 5))) < 0.05 * t_)
+                rel = np.abs(d[smooth] - truth[smooth]) / truth[smooth]
+                assert ok.mean() > 0.4 and smooth.sum() > 500
+                assert np.median(rel) < 1e-4 and np.percentile(rel, 95) < 1e-2, rel
+            assert proc.poll() is None, proc.log_text()
+    finally:
+        probe.close()
