@@ -37,7 +37,7 @@ from tt_depth_ros.geometry.dust3r_preprocess import unmap_intrinsics
 from tt_depth_ros.geometry.grid_to_camera import grid_to_camera
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
 from tt_depth_ros.geometry.scale import METRIC_SOURCES, ScaleResult
-from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.geometry.se3 import angle_deg, invert_T
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth
@@ -53,8 +53,10 @@ from tt_depth_ros.ros.perception_node import (
     with_defaults,
 )
 from tt_depth_ros.ros.pose_msgs import frame_id_problem, path_msg, pose_stamped_msg, tf_message
+from tt_depth_ros.ros.robot_odometry import RobotOdometry
 from tt_depth_ros.ros.stamp_cache import StampedCache
-from tt_depth_ros.ros.tf_qos import TF_QOS
+from tt_depth_ros.ros.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
+from tt_depth_ros.ros.tf_qos import TF_QOS, TF_STATIC_QOS
 
 
 class PairNode(PerceptionLifecycleNode):
@@ -72,6 +74,9 @@ class PairNode(PerceptionLifecycleNode):
         self._info_lock = threading.Lock()
         self._pair_times: deque = deque(maxlen=256)
         self._info: dict = {}
+        self.tf_buffer = TfBuffer()
+        self.robot: RobotOdometry | None = None
+        self._last_extrinsic: np.ndarray | None = None
         super().__init__(node_name, **kwargs)
 
     # ---- configuration --------------------------------------------------------------------
@@ -92,6 +97,9 @@ class PairNode(PerceptionLifecycleNode):
                 errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
             if p['baseline_m'] <= 0:
                 errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
+        if p['robot_base_frame'] and (p['mode'] != 'temporal' or p['scale_source'] != 'depth'):
+            errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
+                          '(the camera mounting is in metres, the trajectory must be too)')
         if bool(p['expected_width']) != bool(p['expected_height']):
             errors.append('expected_width and expected_height must both be 0 or both be set')
         try:
@@ -128,8 +136,11 @@ class PairNode(PerceptionLifecycleNode):
             'confidence': pub(Image, 'confidence'), 'pose': pub(PoseStamped, 'pose'),
             'path': pub(Path, 'path'),
             'tf': self.create_lifecycle_publisher(TFMessage, '/tf', TF_QOS),   # tf2's QoS
+            'tf_static': self.create_lifecycle_publisher(TFMessage, '/tf_static', TF_STATIC_QOS),
         }
-        self._pubs.append(self._out['tf'])
+        self._pubs += [self._out['tf'], self._out['tf_static']]
+        self.robot = (RobotOdometry(self.tf_buffer, self.p['robot_base_frame'])
+                      if self.p['robot_base_frame'] else None)
         self.pairer = ApproxTimePairer(self.p['pair_tolerance_s'], self.p['pair_queue_size'])
         self.chain = KeyframeChain(KeyframePolicy(self.p['keyframe_every_n'],
                                                   self.p['keyframe_max_rotation_deg'],
@@ -151,6 +162,11 @@ class PairNode(PerceptionLifecycleNode):
             self.chain.reset()
             self.subscribe_camera_info('camera_info', 'camera')
             self.subscribe_image('image', self._on_temporal)
+            if self.robot is not None:   # the camera mounting, from the robot's TF tree
+                self.robot.reset()
+                self.tf_buffer.clear()
+                self._subs += subscribe_tf(self, self.tf_buffer)
+        self._last_extrinsic = None
         self._metric.clear()
         if self.p['scale_source'] == 'depth':
             self._subs.append(self.create_subscription(Image, 'metric_depth', self._on_metric,
@@ -292,7 +308,9 @@ class PairNode(PerceptionLifecycleNode):
             T[:3, 3] *= s
             parent = self.p['tf_parent_frame'] or m1.header.frame_id
             child = self.p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
-            self._publish_pose(T, m1.header.stamp, parent, child, scale.metric)
+            if self._publish_pose(T, m1.header.stamp, parent, child, scale.metric) and \
+                    scale.metric and self.p['publish_extrinsic_static']:
+                self._publish_extrinsic(T, m1.header.stamp, parent, child)
         return m1.header
 
     def _process_temporal(self, msg):
@@ -303,8 +321,17 @@ class PairNode(PerceptionLifecycleNode):
         stamp_ns = stamp_to_ns(msg.header.stamp)
         parent = self.p['tf_parent_frame'] or 'dust3r_odom'
         child = self.p['tf_child_frame'] or f'{msg.header.frame_id or "camera"}_dust3r'
+        mount = None
+        if self.robot is not None:   # odom -> base_link instead of the camera chain
+            parent, child = self.p['odom_frame'], self.robot.base_frame
+            try:
+                mount = self.robot.mount(msg.header.frame_id, stamp_ns)
+            except TfLookupError as exc:
+                self.reject('tf_mount', f'camera mounting {child} <- '
+                            f'{msg.header.frame_id!r} unknown: {exc}')
+                return None
         if self.chain.keyframe is None:
-            return self._start_chain(msg, rgb, K, stamp_ns, parent, child)
+            return self._start_chain(msg, rgb, K, stamp_ns, parent, child, mount)
         kf_msg, kf_rgb, kf_K = self.chain.keyframe.data
         result = self._run(kf_rgb, kf_K, rgb, K)
         if result is None:
@@ -334,11 +361,12 @@ class PairNode(PerceptionLifecycleNode):
                             result.plan2)
         if self.p['publish_confidence']:
             self._publish_confidence(result.conf2, result.plan2, msg.header)
-        self._publish_pose(step.T_odom_frame, msg.header.stamp, parent, child, scale.metric,
-                           trajectory=True)
+        T_pub = step.T_odom_frame if mount is None else self.robot.base_pose(
+            step.T_odom_frame, mount, stamp_ns)
+        self._publish_pose(T_pub, msg.header.stamp, parent, child, scale.metric, trajectory=True)
         return msg.header
 
-    def _start_chain(self, msg, rgb, K, stamp_ns, parent, child):
+    def _start_chain(self, msg, rgb, K, stamp_ns, parent, child, mount=None):
         ref, metric = None, False
         if self.p['scale_source'] == 'depth':
             depth = self._metric_for(stamp_ns)
@@ -349,6 +377,8 @@ class PairNode(PerceptionLifecycleNode):
             plan = self.pipeline.plan_for(rgb.shape[1], rgb.shape[0])
             ref, metric = self.pipeline.metric_on_grid(plan, depth), True
         self.chain.start((msg, rgb, K), stamp_ns, ref, metric)
+        if mount is not None:
+            self.robot.start(mount, stamp_ns)
         with self._info_lock:
             self._info.update(keyframes=1, last_keyframe_reason='first frame (odom origin)')
         # The first keyframe IS the odom origin: its identity pose is exact, not a placeholder.
@@ -377,7 +407,7 @@ class PairNode(PerceptionLifecycleNode):
                 f'pose/TF not published: {problem} (parent {parent!r}, child {child!r}); set '
                 'the camera frame_id or tf_parent_frame/tf_child_frame. Cloud and depth are '
                 'still published', throttle_duration_sec=self.p['bad_input_log_period'])
-            return
+            return False
         self._out['pose'].publish(pose_stamped_msg(T, stamp, parent))
         if tf_mode == 'always' or (tf_mode == 'auto' and metric):
             self._out['tf'].publish(tf_message(T, stamp, parent, child))
@@ -387,9 +417,19 @@ class PairNode(PerceptionLifecycleNode):
             with self._info_lock:
                 self._info['tf_withheld_unscaled'] += 1
         if trajectory and self.p['publish_path']:
-            poses = [(self._stamp_msg(s), T_) for s, T_ in
-                     self.chain.history[-self.p['path_max_poses']:]]
+            history = list(self.robot.history if self.robot is not None else self.chain.history)
+            poses = [(self._stamp_msg(s), T_) for s, T_ in history[-self.p['path_max_poses']:]]
             self._out['path'].publish(path_msg(poses, parent))
+        return True
+
+    def _publish_extrinsic(self, T, stamp, parent, child) -> None:
+        """The measured camera-2 pose on /tf_static when it moved (1 mm / 0.05 deg)."""
+        last = self._last_extrinsic
+        if last is not None and np.linalg.norm(T[:3, 3] - last[:3, 3]) <= 1e-3 and \
+                angle_deg(last[:3, :3].T @ T[:3, :3]) <= 0.05:
+            return
+        self._last_extrinsic = T.copy()
+        self._out['tf_static'].publish(tf_message(T, stamp, parent, child))
 
     @staticmethod
     def _stamp_msg(stamp_ns: int):

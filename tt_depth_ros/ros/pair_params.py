@@ -60,6 +60,14 @@ PAIR_PARAMS = (
               "'dust3r_odom' (temporal).", runtime=True),
     ParamSpec('tf_child_frame', '', "TF child; '' = <camera frame_id>_dust3r (a new frame, so "
               'no existing frame gets a second parent).', runtime=True),
+    ParamSpec('robot_base_frame', '', "Temporal: publish odom_frame -> this frame (e.g. "
+              "'base_link', REP 105) from the camera mounting on /tf_static and /tf instead of "
+              "the camera trajectory; needs scale_source='depth' (metres). '' = off."),
+    ParamSpec('odom_frame', 'odom', 'Temporal with robot_base_frame: the odom frame name '
+              '(fixed at the base pose of the first keyframe).'),
+    ParamSpec('publish_extrinsic_static', False, 'Stereo: also publish the measured camera-2 '
+              'pose (metres only) on /tf_static, same frame names as the TF, whenever it moves '
+              'by more than 1 mm or 0.05 deg.', runtime=True),
     ParamSpec('publish_path', False, "Temporal: publish the trajectory on 'path'.", runtime=True),
     ParamSpec('path_max_poses', 1000, 'Longest published path (oldest poses dropped).',
               int_range=(1, 1000000), runtime=True),

@@ -18,6 +18,7 @@ import numpy as np
 
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.geometry.scene_render import (
+    R_WORLD_OPTICAL_LEVEL,
     camera_pose,
     default_scene,
     default_trajectory,
@@ -54,10 +55,32 @@ def temporal_poses(n: int) -> list[np.ndarray]:
     return default_trajectory(n, step_m=0.08)
 
 
+def rot_y_rad(a):
+    return np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+
+
+def rot_z_rad(a):
+    return np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]])
+
+
+# A robot (REP 103 base_link: x forward, z up) with a camera mounted offset and pitched down
+# 0.15 rad: base_link -> camera_link (URDF-style) -> camera_optical_frame (z forward).
+MOUNT_BASE_LINK = make_T(rot_y_rad(0.15), [0.25, -0.05, 0.9])
+LINK_OPTICAL = make_T(R_WORLD_OPTICAL_LEVEL, [0.0, 0.0, 0.0])
+
+
+def robot_base_poses(n: int) -> list[np.ndarray]:
+    """T_world_base per frame id: driving forward on flat ground while turning gently."""
+    return [make_T(rot_z_rad(0.1 * np.sin(0.6 * i)), [0.3 + 0.12 * i, 0.15 * np.sin(0.4 * i), 0])
+            for i in range(n)]
+
+
 def pose_of(mode: str, frame_id: int, view: int, n: int = 64) -> np.ndarray:
-    """World pose of `view` (0 or 1) for a frame id; temporal ignores `view`."""
+    """World pose of `view` (0 or 1) for a frame id; temporal and robot ignore `view`."""
     if mode == 'stereo':
         return stereo_poses(n)[frame_id][view]
+    if mode == 'robot':    # the robot's camera (temporal mode of the node)
+        return robot_base_poses(n)[frame_id] @ MOUNT_BASE_LINK @ LINK_OPTICAL
     return temporal_poses(n)[frame_id]
 
 
