@@ -58,6 +58,8 @@ from tt_depth_ros.ros.stamp_cache import StampedCache
 from tt_depth_ros.ros.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
 from tt_depth_ros.ros.tf_qos import TF_QOS, TF_STATIC_QOS
 
+ROBOT_FRAMES = ('odom', 'map', 'base_link', 'base_footprint', 'world')   # REP 105 names
+
 
 class PairNode(PerceptionLifecycleNode):
     """DUSt3R stereo / temporal reconstruction node; see the module docstring."""
@@ -141,6 +143,12 @@ class PairNode(PerceptionLifecycleNode):
         self._pubs += [self._out['tf'], self._out['tf_static']]
         self.robot = (RobotOdometry(self.tf_buffer, self.p['robot_base_frame'])
                       if self.p['robot_base_frame'] else None)
+        if self.p['mode'] == 'temporal' and self.robot is None and \
+                self.p['tf_parent_frame'] in ROBOT_FRAMES:
+            self.get_logger().warning(
+                f"tf_parent_frame={self.p['tf_parent_frame']!r} only renames the parent: the "
+                "transform is still the camera's optical-axis motion from the first keyframe, "
+                "not a robot pose; use robot_base_frame:=base_link for odom -> base_link")
         self.pairer = ApproxTimePairer(self.p['pair_tolerance_s'], self.p['pair_queue_size'])
         self.chain = KeyframeChain(KeyframePolicy(self.p['keyframe_every_n'],
                                                   self.p['keyframe_max_rotation_deg'],
