@@ -98,6 +98,7 @@ def read_id(rgb: np.ndarray) -> int:
 
 
 CAM_MARK = 0x5A
+ID_BLOCK = 16   # side of the id mark block for views that are resized or rectified
 
 
 def stamp_camera(rgb: np.ndarray, camera: int) -> np.ndarray:
@@ -133,6 +134,10 @@ class SceneDust3rEngine(Engine):
         garbage_ids: frame ids of view 2 for which the pointmap is random (PnP must fail).
         hfov2_deg: field of view of rig camera 2 when it differs; images marked with
             `stamp_camera` are then rendered by their own camera whatever the view order.
+        depth_code_step: when set, the pointmaps come from what the images SHOW: planar depth
+            read from the red channel in steps of this many metres (blue 255 = sky; the
+            simulator's `encode_depth`), back-projected with the pinhole K of the network grid.
+            A wrongly rectified image then gives a wrong pointmap, as it would for the network.
     """
 
     num_views = 2
@@ -140,7 +145,8 @@ class SceneDust3rEngine(Engine):
 
     def __init__(self, mode: str = 'stereo', hfov_deg: float = 70.0, scale_seed: int = 7,
                  delay_s: float = 0.0, fail_prepare: int = 0, garbage_ids=(),
-                 hfov2_deg: float | None = None):
+                 hfov2_deg: float | None = None, depth_code_step: float | None = None):
+        self.depth_code_step = depth_code_step
         self.mode, self.hfov, self.seed = mode, float(hfov_deg), int(scale_seed)
         self.hfovs = (self.hfov, self.hfov if hfov2_deg is None else float(hfov2_deg))
         self.delay_s, self.fail_prepare = float(delay_s), int(fail_prepare)
@@ -152,8 +158,14 @@ class SceneDust3rEngine(Engine):
             SceneDust3rEngine._prepare_failures += 1
             raise RuntimeError('injected prepare failure')
 
-    def _points(self, K, h, w, T_world_cam):
-        _, depth = render(default_scene(), K, w, h, T_world_cam)
+    def _points(self, K, h, w, T_world_cam, image=None):
+        if self.depth_code_step is None:
+            _, depth = render(default_scene(), K, w, h, T_world_cam)
+        else:   # what the image shows (the id block in the corner carries no depth)
+            img = image.astype(np.float64)
+            depth = np.where(img[..., 2] > 127, np.inf, img[..., 0] * self.depth_code_step)
+            depth[:ID_BLOCK, :ID_BLOCK] = np.inf
+            depth[depth <= 0] = np.inf
         v, u = np.mgrid[0:h, 0:w].astype(np.float64)
         sky = ~np.isfinite(depth)
         d = np.where(sky, 1e3, depth)
@@ -169,8 +181,8 @@ class SceneDust3rEngine(Engine):
         cam1, cam2 = read_camera(images[0], 0), read_camera(images[1], 1)
         T_w1 = pose_of(self.mode, id1, cam1)
         T_w2 = pose_of(self.mode, id2, cam2)
-        p1, sky1 = self._points(intrinsics(w, h, self.hfovs[cam1]), h, w, T_w1)
-        p2, sky2 = self._points(intrinsics(w, h, self.hfovs[cam2]), h, w, T_w2)
+        p1, sky1 = self._points(intrinsics(w, h, self.hfovs[cam1]), h, w, T_w1, images[0])
+        p2, sky2 = self._points(intrinsics(w, h, self.hfovs[cam2]), h, w, T_w2, images[1])
         T_12 = np.linalg.inv(T_w1) @ T_w2
         p2 = p2 @ T_12[:3, :3].T + T_12[:3, 3]
         rng = np.random.default_rng([self.seed, id1, id2])
