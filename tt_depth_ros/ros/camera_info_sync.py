@@ -36,6 +36,7 @@ CAMERA_INFO_SYNC_PARAMS = (
 )
 
 CACHE_SIZE = 32   # CameraInfos kept per camera (about 1 s at 30 Hz)
+TIME_JUMP_S = 1.0   # an older CameraInfo stamp than this below the newest = the clock jumped
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,17 @@ class CameraInfoStore:
             return self._caches[key]
 
     def put(self, key: str, stamp_ns: int, msg, geometry) -> None:
-        """Store one CameraInfo (`geometry` = its CameraGeometry or its CameraInfoError)."""
-        self._cache(key).put(stamp_ns, (msg, geometry))
+        """Store one CameraInfo (`geometry` = its CameraGeometry or its CameraInfoError).
+
+        A stamp more than TIME_JUMP_S older than the newest cached one means the clock jumped
+        back (bag loop, restarted simulation): the stale "future" CameraInfos are dropped, else
+        they would end every wait for a CameraInfo that arrives after its image.
+        """
+        cache = self._cache(key)
+        newest = cache.latest()
+        if newest is not None and newest[0] - int(stamp_ns) > TIME_JUMP_S * 1e9:
+            cache.clear()
+        cache.put(stamp_ns, (msg, geometry))
 
     def has_any(self, key: str) -> bool:
         """Whether any CameraInfo of `key` is cached."""
