@@ -10,7 +10,9 @@ traceback and returns FAILURE/ERROR itself (rclpy would log nothing).
 
 Subclasses provide `declare_node_parameters`, `create_outputs`, `create_inputs`,
 `expected_shapes` and `process`; the base gives them parameters (`self.p`), QoS, image decoding,
-CameraInfo caching, throttled bad-input reporting (`self.reject`) and statistics (`self.stats`).
+the CameraInfo of each image's stamp (ros/camera_info_sync.py) and rectification of distorted
+inputs (ros/rectify_input.py) via `camera_view`, throttled bad-input reporting (`self.reject`)
+and statistics (`self.stats`).
 """
 from __future__ import annotations
 
