@@ -33,14 +33,15 @@ def run(points: bool, frames: int, sky_rows: int = 0) -> dict:
     node = DepthNode('bench_depth', parameter_overrides=[
         Parameter('engine_plugin', value='known_depth_engine:KnownDepthEngine'),
         Parameter('engine_plugin_args', value=json.dumps({'sky_rows': sky_rows})),
-        Parameter('points_enable', value=points), Parameter('autostart', value=False)])
+        Parameter('points_enable', value=points), Parameter('autostart', value=False),
+        Parameter('camera_info_sync', value='latest')])   # one CameraInfo for every frame
     peer = rclpy.create_node('bench_peer')
     peer.create_subscription(PointCloud2, 'points', lambda m: None, 1)
     node.trigger_configure()
     node.trigger_activate()
     K = np.array([[525.0, 0, 319.5], [0, 525.0, 239.5], [0, 0, 1]])
     info = camera_info_for(K, 640, 480, Header())
-    node.camera_infos['camera'] = (info, camera_geometry(info))
+    node.camera_infos.put('camera', 0, info, camera_geometry(info))
     bgr = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)
     from sensor_msgs.msg import Image
     msg = fill_image_data(Image(height=480, width=640, encoding='bgr8', step=1920), bgr)

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.ros
 W, H = 160, 120
 K = np.array([[150.0, 0, 79.5], [0, 150.0, 59.5], [0, 0, 1]])
 PARAMS = {'engine_plugin': KNOWN_ENGINE, 'input_reliability': 'reliable',
-          'max_image_pixels': 1_000_000, 'diagnostics_period': 0.2}
+          'max_image_pixels': 1_000_000, 'diagnostics_period': 0.2,
+          'camera_info_sync': 'latest'}   # one CameraInfo (stamp 0) serves every frame
 
 
 def _hdr(sec):

@@ -28,7 +28,8 @@ FRAMES, RATE_HZ, ENGINE_S = 3000, 200.0, 0.05
 def test_overload_bounded_latency_drops_flat_memory():
     probe = RosProbe('ovl_probe')
     params = {'engine_plugin': KNOWN_ENGINE, 'engine_plugin_args': f'{{"delay_s": {ENGINE_S}}}',
-              'process_res': 112, 'diagnostics_period': 0.5, 'input_reliability': 'best_effort'}
+              'process_res': 112, 'diagnostics_period': 0.5, 'input_reliability': 'best_effort',
+              'camera_info_sync': 'latest'}   # CameraInfo every 50 frames
     probe.subscribe(Image, f'{NS}/depth', RELIABLE)
     probe.subscribe(DiagnosticArray, '/diagnostics', RELIABLE)
     img_pub = probe.publisher(Image, f'{NS}/image', BEST_EFFORT)

@@ -28,6 +28,7 @@ from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.geometry import scale as scl
 from tt_depth_ros.geometry.dust3r_preprocess import (
     Dust3rPlan,
+    image_centre_on_grid,
     map_intrinsics,
     network_size,
     preprocess,
@@ -306,9 +307,11 @@ class Dust3rPredictor:
         pose_res, focal_source = None, 'intrinsics'
         if pose:
             if K2_net is None:
-                h, w = plan2.net_hw
-                f = estimate_focal(np.nan_to_num(pts1, nan=0.0), mask=valid1)
-                K2_net = np.array([[f, 0.0, w / 2.0], [0.0, f, h / 2.0], [0.0, 0.0, 1.0]])
+                # principal point = the mapped image centre, not the grid centre (issue 12)
+                f = estimate_focal(np.nan_to_num(pts1, nan=0.0), image_centre_on_grid(plan1),
+                                   mask=valid1)
+                cx, cy = image_centre_on_grid(plan2)
+                K2_net = np.array([[f, 0.0, cx], [0.0, f, cy], [0.0, 0.0, 1.0]])
                 focal_source = 'estimated'
                 self._log.info(f'no K2: focal {f:.1f} px (network grid) estimated from view 1')
             pose_res = solve_relative_pose(pts2, raw['conf_2'], K2_net, valid_mask=valid2,

@@ -185,3 +185,27 @@ def map_intrinsics(K: np.ndarray, plan: Dust3rPlan) -> np.ndarray:
     out[0, 2] = (K[0, 2] + 0.5) * sx - 0.5 - left
     out[1, 2] = (K[1, 2] + 0.5) * sy - 0.5 - top
     return out
+
+
+def image_centre_on_grid(plan: Dust3rPlan) -> tuple[float, float]:
+    """Where the camera image centre ((W1-1)/2, (H1-1)/2) lies on the network grid.
+
+    That is Wr/2 - 0.5 - left, Hr/2 - 0.5 - top: the principal point to assume when no
+    intrinsics are known (the network grid centre is off by the crop and the half-pixel).
+    """
+    sx, sy = plan.scale_xy
+    left, top = plan.box_ltrb[:2]
+    return plan.src_wh[0] * sx / 2.0 - 0.5 - left, plan.src_wh[1] * sy / 2.0 - 0.5 - top
+
+
+def unmap_intrinsics(K_net: np.ndarray, plan: Dust3rPlan) -> np.ndarray:
+    """Inverse of `map_intrinsics`: network-grid K -> K of the camera image."""
+    validate_K(K_net)
+    K_net = np.asarray(K_net, dtype=np.float64)
+    sx, sy = plan.scale_xy
+    left, top = plan.box_ltrb[:2]
+    out = K_net.copy()
+    out[0, 0], out[0, 1], out[1, 1] = K_net[0, 0] / sx, K_net[0, 1] / sx, K_net[1, 1] / sy
+    out[0, 2] = (K_net[0, 2] + 0.5 + left) / sx - 0.5
+    out[1, 2] = (K_net[1, 2] + 0.5 + top) / sy - 0.5
+    return out

@@ -115,7 +115,8 @@ def _checker(a: np.ndarray, b: np.ndarray, cell: float) -> np.ndarray:
 
 
 def render(scene: Scene, K: np.ndarray, width: int, height: int,
-           T_world_cam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+           T_world_cam: np.ndarray, rays_cam: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
     """Ray-cast one view.
 
     Args:
@@ -124,6 +125,8 @@ def render(scene: Scene, K: np.ndarray, width: int, height: int,
         width: image width, pixels.
         height: image height, pixels.
         T_world_cam: 4x4 pose of the optical frame in the world.
+        rays_cam: optional (H*W, 3) optical-frame rays (x, y, 1) per pixel, row-major, instead
+            of K's pinhole rays: a distorted lens (geometry/rectify.pixel_rays).
 
     Returns:
         (rgb uint8 (H, W, 3), depth float32 (H, W)): depth is planar z in metres, +Inf for sky.
@@ -131,7 +134,8 @@ def render(scene: Scene, K: np.ndarray, width: int, height: int,
     T = np.asarray(T_world_cam, dtype=np.float64)
     if T.shape != (4, 4):
         raise ValueError(f'T_world_cam must be 4x4, got {T.shape}')
-    d_cam = _ray_directions(np.asarray(K, dtype=np.float64), width, height)
+    d_cam = (_ray_directions(np.asarray(K, dtype=np.float64), width, height) if rays_cam is None
+             else np.asarray(rays_cam, dtype=np.float64).reshape(width * height, 3))
     d = d_cam @ T[:3, :3].T            # world ray directions, (N, 3); parameter t == planar depth
     o = T[:3, 3]
     n = d.shape[0]

@@ -80,3 +80,21 @@ def angle_deg(R: np.ndarray) -> float:
     c = (np.trace(R) - 1.0) / 2.0
     s = np.linalg.norm([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]]) / 2.0
     return float(np.degrees(np.arctan2(s, c)))
+
+
+def interpolate_T(T0: np.ndarray, T1: np.ndarray, alpha: float) -> np.ndarray:
+    """Transform a fraction `alpha` of the way from T0 to T1 (slerp rotation, lerp translation).
+
+    What tf2 does between two stamped transforms of one edge; alpha 0 gives T0, 1 gives T1.
+    """
+    q0, q1 = quat_from_R(T0[:3, :3]), quat_from_R(T1[:3, :3])
+    dot = float(np.dot(q0, q1))
+    if dot < 0.0:
+        q1, dot = -q1, -dot
+    if dot > 0.9995:      # nearly equal: normalised lerp is exact enough and stable
+        q = q0 + alpha * (q1 - q0)
+    else:
+        theta = np.arccos(np.clip(dot, -1.0, 1.0))
+        q = (np.sin((1 - alpha) * theta) * q0 + np.sin(alpha * theta) * q1) / np.sin(theta)
+    t = (1 - alpha) * np.asarray(T0[:3, 3]) + alpha * np.asarray(T1[:3, 3])
+    return make_T(R_from_quat(q / np.linalg.norm(q)), t)

@@ -1,7 +1,7 @@
 """Depth node: camera Image + CameraInfo in; metric depth, its CameraInfo and a cloud out.
 
 One frame (DESIGN.md §2): the executor validates the message and puts it in the latest-frame
-mailbox; the worker decodes it to RGB, takes intrinsics from the most recent CameraInfo (P with
+mailbox; the worker decodes it to RGB, takes intrinsics from the CameraInfo of its stamp (P with
 binning/ROI, scaled explicitly to the image size), resizes to the network grid exactly as upstream
 DA3 does, runs the engine, scales raw depth to metres with the focal AT NETWORK RESOLUTION, marks
 sky (+Inf) and out-of-range depth, optionally resamples to camera resolution, and publishes
@@ -140,10 +140,10 @@ class DepthNode(PerceptionLifecycleNode):
         except ValueError as exc:
             self.reject('size', str(exc))
             return
-        found = self.camera_K('camera', width, height)
+        found = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
         if found is None:
             return
-        K_img, tx = found
+        rgb, K_img, tx = found
         if K_img is None:   # default_focal mode: DA3's assumed focal at network resolution
             K_img = scale_intrinsics(default_intrinsics(net[1], net[0]), (net[1], net[0]),
                                      (width, height))

@@ -16,6 +16,11 @@ that frame inside the middleware, uncounted, and orphan its partner. Latest-wins
 (the mailbox). Accounting in /diagnostics, per camera: received_cameraN = pairs + unpaired_cameraN
 + queued_cameraN + duplicates; per pair: pairs = published + dropped_mailbox + skipped (rejected_*
 from the worker, one reason per pair) + errors, up to the one in flight.
+Each image uses the CameraInfo of its stamp and is rectified when its D is non-zero (base class);
+without CameraInfo (default_focal) each camera's focal is estimated from its own pointmap.
+Publishing rules (TF in metres only by default, frame-name checks, camera-resolution depth) live
+in ros/pair_outputs.py; temporal mode can map the chain to odom -> base_link with the camera
+mounting from the robot's TF tree (robot_base_frame; ros/robot_odometry.py, ros/tf_buffer.py).
 Scale semantics (geometry/scale.py): `depth` is 32FC1 metres and is published only with a metric
 scale (baseline or depth); without one, `depth_unscaled` carries DUSt3R-unit depth if
 `publish_unscaled_depth` is set, never `depth`. Points and poses carry the active units, which
@@ -36,10 +41,10 @@ from tf2_msgs.msg import TFMessage
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
 from tt_depth_ros.geometry.scale import METRIC_SOURCES, ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
-from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
-from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth
+from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
+from tt_depth_ros.ros.pair_outputs import PairPublishing
 from tt_depth_ros.ros.pair_params import DUST3R_MODELS, PAIR_PARAMS
 from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
 from tt_depth_ros.ros.pairing import ApproxTimePairer, stamp_to_ns
@@ -50,11 +55,15 @@ from tt_depth_ros.ros.perception_node import (
     PerceptionLifecycleNode,
     with_defaults,
 )
-from tt_depth_ros.ros.pose_msgs import path_msg, pose_stamped_msg, tf_message
+from tt_depth_ros.ros.robot_odometry import RobotOdometry
 from tt_depth_ros.ros.stamp_cache import StampedCache
+from tt_depth_ros.ros.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
+from tt_depth_ros.ros.tf_qos import TF_QOS, TF_STATIC_QOS
+
+ROBOT_FRAMES = ('odom', 'map', 'base_link', 'base_footprint', 'world')   # REP 105 names
 
 
-class PairNode(PerceptionLifecycleNode):
+class PairNode(PairPublishing, PerceptionLifecycleNode):
     """DUSt3R stereo / temporal reconstruction node; see the module docstring."""
 
     COMMON_DEFAULTS = {'model': 'dust3r-vitl-512-dpt'}
@@ -69,6 +78,9 @@ class PairNode(PerceptionLifecycleNode):
         self._info_lock = threading.Lock()
         self._pair_times: deque = deque(maxlen=256)
         self._info: dict = {}
+        self.tf_buffer = TfBuffer()
+        self.robot: RobotOdometry | None = None
+        self._last_extrinsic: np.ndarray | None = None
         super().__init__(node_name, **kwargs)
 
     # ---- configuration --------------------------------------------------------------------
@@ -89,6 +101,9 @@ class PairNode(PerceptionLifecycleNode):
                 errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
             if p['baseline_m'] <= 0:
                 errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
+        if p['robot_base_frame'] and (p['mode'] != 'temporal' or p['scale_source'] != 'depth'):
+            errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
+                          '(the camera mounting is in metres, the trajectory must be too)')
         if bool(p['expected_width']) != bool(p['expected_height']):
             errors.append('expected_width and expected_height must both be 0 or both be set')
         try:
@@ -123,14 +138,27 @@ class PairNode(PerceptionLifecycleNode):
             'depth_unscaled_info': pub(CameraInfo, 'depth_unscaled/camera_info'),
             'depth2': pub(Image, 'depth2'), 'depth2_info': pub(CameraInfo, 'depth2/camera_info'),
             'confidence': pub(Image, 'confidence'), 'pose': pub(PoseStamped, 'pose'),
-            'path': pub(Path, 'path'), 'tf': pub(TFMessage, '/tf'),
+            'path': pub(Path, 'path'),
+            'tf': self.create_lifecycle_publisher(TFMessage, '/tf', TF_QOS),   # tf2's QoS
+            'tf_static': self.create_lifecycle_publisher(TFMessage, '/tf_static', TF_STATIC_QOS),
         }
+        self._pubs += [self._out['tf'], self._out['tf_static']]
+        self.robot = (RobotOdometry(self.tf_buffer, self.p['robot_base_frame'])
+                      if self.p['robot_base_frame'] else None)
+        if self.p['mode'] == 'temporal' and self.robot is None and \
+                self.p['tf_parent_frame'] in ROBOT_FRAMES:
+            self.get_logger().warning(
+                f"tf_parent_frame={self.p['tf_parent_frame']!r} only renames the parent: the "
+                "transform is still the camera's optical-axis motion from the first keyframe, "
+                "not a robot pose; use robot_base_frame:=base_link for odom -> base_link")
         self.pairer = ApproxTimePairer(self.p['pair_tolerance_s'], self.p['pair_queue_size'])
         self.chain = KeyframeChain(KeyframePolicy(self.p['keyframe_every_n'],
                                                   self.p['keyframe_max_rotation_deg'],
                                                   self.p['keyframe_max_translation']))
         with self._info_lock:
-            self._info = {'pnp_failures': 0, 'pnp_ok': 0, 'scale_failures': 0}
+            self._info = {'pnp_failures': 0, 'pnp_ok': 0, 'scale_failures': 0,
+                          'tf_published': 0, 'tf_withheld_unscaled': 0,
+                          'pose_rejected_frame_id': 0}
 
     def create_inputs(self) -> None:
         """Subscriptions for the mode (+ metric_depth when scale_source=depth)."""
@@ -144,6 +172,11 @@ class PairNode(PerceptionLifecycleNode):
             self.chain.reset()
             self.subscribe_camera_info('camera_info', 'camera')
             self.subscribe_image('image', self._on_temporal)
+            if self.robot is not None:   # the camera mounting, from the robot's TF tree
+                self.robot.reset()
+                self.tf_buffer.clear()
+                self._subs += subscribe_tf(self, self.tf_buffer)
+        self._last_extrinsic = None
         self._metric.clear()
         if self.p['scale_source'] == 'depth':
             self._subs.append(self.create_subscription(Image, 'metric_depth', self._on_metric,
@@ -186,18 +219,14 @@ class PairNode(PerceptionLifecycleNode):
             return None
         return self._metric.get(stamp_ns, self.p['metric_depth_wait_s'] if wait else 0.0)
 
-    def _intrinsics(self, key: str, width: int, height: int):
-        """(ok, K or None): K at image size from the latest CameraInfo of `key`."""
-        found = self.camera_K(key, width, height,
-                              fallback='the focal is estimated from the pointmap')
-        return (False, None) if found is None else (True, found[0])
-
     def _decode_with_K(self, msg, key: str):
+        """(rgb, K or None): decoded, rectified when D != 0, K of its CameraInfo by stamp."""
         rgb = self.decode_image(msg, key)
         if rgb is None:
             return None
-        ok, K = self._intrinsics(key, rgb.shape[1], rgb.shape[0])
-        return (rgb, K) if ok else None
+        found = self.camera_view(key, rgb, msg.header.stamp,
+                                 fallback='the focal is estimated from the pointmap')
+        return None if found is None else found[:2]
 
     def _run(self, rgb1, K1, rgb2, K2):
         try:
@@ -208,7 +237,8 @@ class PairNode(PerceptionLifecycleNode):
         self.ensure_prepared(plan.net_hw)
         self.pipeline.set_conf_threshold(self.p['conf_threshold'])   # runtime parameter
         try:
-            return self.pipeline.run(rgb1, rgb2, K1, K2)
+            return self.pipeline.run(rgb1, rgb2, K1, K2,
+                                     same_camera=self.p['mode'] == 'temporal')
         except ValueError as exc:
             self.reject('pair', str(exc))
             return None
@@ -234,7 +264,7 @@ class PairNode(PerceptionLifecycleNode):
             self._info.update(pnp_inliers=pose.inliers,
                               pnp_inlier_ratio=round(pose.inlier_ratio, 4),
                               pnp_reproj_px=round(pose.reproj_error_px, 3),
-                              focal_source=pose.focal_source)
+                              focal_source=result.focal_source)
             self._info['pnp_ok' if pose.success else 'pnp_failures'] += 1
             if not pose.success:
                 self._info['last_pnp_failure'] = pose.reason
@@ -273,22 +303,24 @@ class PairNode(PerceptionLifecycleNode):
         if not self._scale_ok(scale):
             return None
         s = scale.value
-        parent = self.p['tf_parent_frame'] or m1.header.frame_id
-        if pose_ok:
-            T = result.T_units.copy()
-            T[:3, 3] *= s
-            child = self.p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
-            self._publish_pose(T, m1.header.stamp, parent, child)
         if self._out['points'].get_subscription_count() > 0:
             xyz, rgb = result.fused_points(s)
             self._out['points'].publish(pointcloud2_msg(xyz[None], rgb[None], m1.header))
         K1 = result.K1_net if result.K1_net is not None else result.K2_net
-        self._publish_depth('depth', result.depth1(s), K1, m1.header, scale)
+        self._publish_depth('depth', result.depth1(s), K1, m1.header, scale, result.plan1)
         if pose_ok and self.p['publish_depth2']:
             self._publish_depth('depth2', result.depth2(s), result.K2_net, m2.header, scale,
-                                unscaled_topic=None)
+                                result.plan2, unscaled_topic=None)
         if self.p['publish_confidence']:
-            self._out['confidence'].publish(depth_image_msg(result.conf1, m1.header))
+            self._publish_confidence(result.conf1, result.plan1, m1.header)
+        if pose_ok:   # last: a pose that cannot be published never blocks cloud and depth
+            T = result.T_units.copy()
+            T[:3, 3] *= s
+            parent = self.p['tf_parent_frame'] or m1.header.frame_id
+            child = self.p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
+            if self._publish_pose(T, m1.header.stamp, parent, child, scale.metric) and \
+                    scale.metric and self.p['publish_extrinsic_static']:
+                self._publish_extrinsic(T, m1.header.stamp, parent, child)
         return m1.header
 
     def _process_temporal(self, msg):
@@ -299,8 +331,17 @@ class PairNode(PerceptionLifecycleNode):
         stamp_ns = stamp_to_ns(msg.header.stamp)
         parent = self.p['tf_parent_frame'] or 'dust3r_odom'
         child = self.p['tf_child_frame'] or f'{msg.header.frame_id or "camera"}_dust3r'
+        mount = None
+        if self.robot is not None:   # odom -> base_link instead of the camera chain
+            parent, child = self.p['odom_frame'], self.robot.base_frame
+            try:
+                mount = self.robot.mount(msg.header.frame_id, stamp_ns)
+            except TfLookupError as exc:
+                self.reject('tf_mount', f'camera mounting {child} <- '
+                            f'{msg.header.frame_id!r} unknown: {exc}')
+                return None
         if self.chain.keyframe is None:
-            return self._start_chain(msg, rgb, K, stamp_ns, parent, child)
+            return self._start_chain(msg, rgb, K, stamp_ns, parent, child, mount)
         kf_msg, kf_rgb, kf_K = self.chain.keyframe.data
         result = self._run(kf_rgb, kf_K, rgb, K)
         if result is None:
@@ -323,16 +364,19 @@ class PairNode(PerceptionLifecycleNode):
             self._info.update(keyframes=self.chain.keyframes_made,
                               last_keyframe_reason=step.promoted or self._info.get(
                                   'last_keyframe_reason', ''))
-        self._publish_pose(step.T_odom_frame, msg.header.stamp, parent, child, trajectory=True)
         if self._out['points'].get_subscription_count() > 0:   # cloud in the current camera
             xyz, colors = result.fused_points(scale.value, invert_T(step.T_key_frame))
             self._out['points'].publish(pointcloud2_msg(xyz[None], colors[None], msg.header))
-        self._publish_depth('depth', result.depth2(scale.value), result.K2_net, msg.header, scale)
+        self._publish_depth('depth', result.depth2(scale.value), result.K2_net, msg.header, scale,
+                            result.plan2)
         if self.p['publish_confidence']:
-            self._out['confidence'].publish(depth_image_msg(result.conf2, msg.header))
+            self._publish_confidence(result.conf2, result.plan2, msg.header)
+        T_pub = step.T_odom_frame if mount is None else self.robot.base_pose(
+            step.T_odom_frame, mount, stamp_ns)
+        self._publish_pose(T_pub, msg.header.stamp, parent, child, scale.metric, trajectory=True)
         return msg.header
 
-    def _start_chain(self, msg, rgb, K, stamp_ns, parent, child):
+    def _start_chain(self, msg, rgb, K, stamp_ns, parent, child, mount=None):
         ref, metric = None, False
         if self.p['scale_source'] == 'depth':
             depth = self._metric_for(stamp_ns)
@@ -343,36 +387,13 @@ class PairNode(PerceptionLifecycleNode):
             plan = self.pipeline.plan_for(rgb.shape[1], rgb.shape[0])
             ref, metric = self.pipeline.metric_on_grid(plan, depth), True
         self.chain.start((msg, rgb, K), stamp_ns, ref, metric)
+        if mount is not None:
+            self.robot.start(mount, stamp_ns)
         with self._info_lock:
             self._info.update(keyframes=1, last_keyframe_reason='first frame (odom origin)')
         # The first keyframe IS the odom origin: its identity pose is exact, not a placeholder.
-        self._publish_pose(np.eye(4), msg.header.stamp, parent, child, trajectory=True)
+        self._publish_pose(np.eye(4), msg.header.stamp, parent, child, metric, trajectory=True)
         return msg.header
-
-    # ---- publishing -----------------------------------------------------------------------
-    def _publish_pose(self, T, stamp, parent, child, trajectory=False) -> None:
-        self._out['pose'].publish(pose_stamped_msg(T, stamp, parent))
-        if self.p['publish_tf']:
-            self._out['tf'].publish(tf_message(T, stamp, parent, child))
-        if trajectory and self.p['publish_path']:
-            poses = [(self._stamp_msg(s), T_) for s, T_ in
-                     self.chain.history[-self.p['path_max_poses']:]]
-            self._out['path'].publish(path_msg(poses, parent))
-
-    @staticmethod
-    def _stamp_msg(stamp_ns: int):
-        from builtin_interfaces.msg import Time
-        return Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
-
-    def _publish_depth(self, name, depth, K, header, scale: ScaleResult,
-                       unscaled_topic='depth_unscaled') -> None:
-        h, w = depth.shape
-        if scale.metric:
-            self._out[name].publish(depth_image_msg(depth, header))
-            self._out[f'{name}_info'].publish(camera_info_for(K, w, h, header))
-        elif unscaled_topic and self.p['publish_unscaled_depth']:
-            self._out[unscaled_topic].publish(depth_image_msg(depth, header))
-            self._out[f'{unscaled_topic}_info'].publish(camera_info_for(K, w, h, header))
 
     def diagnostics_extra(self) -> dict:
         """Pairing, PnP, scale and keyframe figures for /diagnostics."""

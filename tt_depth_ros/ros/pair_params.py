@@ -44,15 +44,30 @@ PAIR_PARAMS = (
               'metric depth image with the reference stamp.', float_range=(0.0, 10.0)),
     ParamSpec('publish_unscaled_depth', False, 'Without a metric scale, publish DUSt3R-unit depth '
               "on 'depth_unscaled' (never on 'depth').", runtime=True),
+    ParamSpec('output_resolution', 'camera', "'camera': depth, depth2 and confidence at the "
+              'camera image size (NaN where the network crop saw nothing; CameraInfo of the '
+              "camera); 'network': the network grid (CameraInfo mapped to it).",
+              choices=('camera', 'network'), runtime=True),
     ParamSpec('publish_depth2', False, "Stereo: also publish camera 2's depth on 'depth2'.",
               runtime=True),
     ParamSpec('publish_confidence', False, "Publish the DUSt3R confidence (32FC1, >= 1) on "
               "'confidence'.", runtime=True),
-    ParamSpec('publish_tf', True, 'Publish the pose on /tf as well as on pose.', runtime=True),
+    ParamSpec('publish_tf', 'auto', "/tf (tf2 QoS): 'auto' = only poses in metres (a metric "
+              "scale_source; REP 103), 'always' = also unscaled poses, to the child frame "
+              "'<child>_unscaled', 'never'.", choices=('auto', 'always', 'never'),
+              runtime=True),
     ParamSpec('tf_parent_frame', '', "TF/pose parent; '' = camera 1's frame_id (stereo) or "
               "'dust3r_odom' (temporal).", runtime=True),
     ParamSpec('tf_child_frame', '', "TF child; '' = <camera frame_id>_dust3r (a new frame, so "
               'no existing frame gets a second parent).', runtime=True),
+    ParamSpec('robot_base_frame', '', "Temporal: publish odom_frame -> this frame (e.g. "
+              "'base_link', REP 105) from the camera mounting on /tf_static and /tf instead of "
+              "the camera trajectory; needs scale_source='depth' (metres). '' = off."),
+    ParamSpec('odom_frame', 'odom', 'Temporal with robot_base_frame: the odom frame name '
+              '(fixed at the base pose of the first keyframe).'),
+    ParamSpec('publish_extrinsic_static', False, 'Stereo: also publish the measured camera-2 '
+              'pose (metres only) on /tf_static, same frame names as the TF, whenever it moves '
+              'by more than 1 mm or 0.05 deg.', runtime=True),
     ParamSpec('publish_path', False, "Temporal: publish the trajectory on 'path'.", runtime=True),
     ParamSpec('path_max_poses', 1000, 'Longest published path (oldest poses dropped).',
               int_range=(1, 1000000), runtime=True),

@@ -9,13 +9,20 @@ DUSt3R units) and the scaled outputs (depth maps, fused cloud in any frame).
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from tt_depth_ros.api.pair import Dust3rPredictor
 from tt_depth_ros.api.pair import PairResult as ApiPairResult
-from tt_depth_ros.geometry.dust3r_preprocess import Dust3rPlan, network_size
+from tt_depth_ros.geometry.dust3r_preprocess import (
+    Dust3rPlan,
+    image_centre_on_grid,
+    network_size,
+    unmap_intrinsics,
+)
+from tt_depth_ros.geometry.focal import estimate_focal
 from tt_depth_ros.geometry.pnp import PoseResult
 from tt_depth_ros.geometry.scale import (
     ScaleResult,
@@ -53,6 +60,7 @@ class PairResult:
         self.pts1, self.pts2 = api.pts3d_1, api.pts3d_2
         self.conf1, self.conf2 = api.conf_1, api.conf_2
         self.pose: PoseResult = api.pose
+        self.focal_source = api.pose.focal_source if api.pose is not None else 'intrinsics'
         self.timings = dict(api.timings)
         self.conf_threshold = conf_threshold
         # confident, finite, not padding (the API puts NaN on padded pixels)
@@ -122,17 +130,48 @@ class PairPipeline:
         return self._plans[key]
 
     def run(self, rgb1: np.ndarray, rgb2: np.ndarray, K1: np.ndarray | None,
-            K2: np.ndarray | None) -> PairResult:
+            K2: np.ndarray | None, same_camera: bool = True) -> PairResult:
         """One pair in DUSt3R units with camera 2's PnP pose. ValueError for unusable inputs.
 
         Args:
             rgb1: (H1, W1, 3) uint8 image of camera 1 (the reference).
             rgb2: (H2, W2, 3) uint8 image of camera 2.
-            K1: camera-1 intrinsics at its image size (None: unknown).
-            K2: camera-2 intrinsics at its image size (None: focal estimated from view 1,
-                valid when both views come from one camera).
+            K1: camera-1 intrinsics at its image size (None: estimated from its pointmap).
+            K2: camera-2 intrinsics at its image size (None: estimated; from view 1 when
+                `same_camera`, else from camera 2's own pointmap by a second, reversed pass).
+            same_camera: both views come from one camera (temporal mode).
         """
-        return PairResult(self.predictor(rgb1, rgb2, K1, K2, pose=True), self.s.conf_threshold)
+        t0 = time.perf_counter()
+        own_focal = K2 is None and not same_camera
+        if own_focal:   # a stereo partner has its own lens: never borrow camera 1's focal
+            K2 = self.estimated_K(rgb2, rgb1)
+        reverse_s = time.perf_counter() - t0
+        result = PairResult(self.predictor(rgb1, rgb2, K1, K2, pose=True),
+                            self.s.conf_threshold)
+        if own_focal:
+            result.focal_source = 'estimated per camera'
+            result.timings['focal_pass'] = reverse_s
+        if result.K1_net is None:
+            result.K1_net = self._focal_K_net(result.pts1, result.mask1, result.plan1)
+        return result
+
+    def estimated_K(self, rgb: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """Intrinsics of `rgb`'s camera at its image size from its own pointmap (pair rgb-other).
+
+        Focal by Weiszfeld (geometry/focal.py) with the principal point at the image centre.
+        """
+        api = self.predictor(rgb, other, None, None, pose=False)
+        mask = (api.conf_1 > self.s.conf_threshold) & np.isfinite(api.pts3d_1).all(-1)
+        plan = api.plans[0]
+        return unmap_intrinsics(self._focal_K_net(api.pts3d_1, mask, plan), plan)
+
+    @staticmethod
+    def _focal_K_net(pts: np.ndarray, mask: np.ndarray, plan: Dust3rPlan) -> np.ndarray:
+        cx, cy = image_centre_on_grid(plan)
+        f = estimate_focal(np.nan_to_num(pts, nan=0.0), (cx, cy), mask=mask)
+        if not f > 0:
+            raise ValueError('no focal length can be estimated from this pointmap')
+        return np.array([[f, 0.0, cx], [0.0, f, cy], [0.0, 0.0, 1.0]])
 
     def stereo_scale(self, result: PairResult, metric_depth1: np.ndarray | None = None
                      ) -> ScaleResult:

@@ -10,7 +10,9 @@ traceback and returns FAILURE/ERROR itself (rclpy would log nothing).
 
 Subclasses provide `declare_node_parameters`, `create_outputs`, `create_inputs`,
 `expected_shapes` and `process`; the base gives them parameters (`self.p`), QoS, image decoding,
-CameraInfo caching, throttled bad-input reporting (`self.reject`) and statistics (`self.stats`).
+the CameraInfo of each image's stamp (ros/camera_info_sync.py) and rectification of distorted
+inputs (ros/rectify_input.py) via `camera_view`, throttled bad-input reporting (`self.reject`)
+and statistics (`self.stats`).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.weights import WeightsUnavailableError
 from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
 from tt_depth_ros.ros.camera_info import CameraInfoError, camera_geometry
+from tt_depth_ros.ros.camera_info_sync import CAMERA_INFO_SYNC_PARAMS, CameraInfoStore
 from tt_depth_ros.ros.diagnostics import NodeStats, diagnostic_array
 from tt_depth_ros.ros.image_codec import (
     ENCODINGS,
@@ -39,6 +42,7 @@ from tt_depth_ros.ros.image_codec import (
 from tt_depth_ros.ros.mailbox import LatestFrameMailbox
 from tt_depth_ros.ros.params import ParamSpec, ParamTable
 from tt_depth_ros.ros.qos import publisher_events, qos_profile, subscription_events
+from tt_depth_ros.ros.rectify_input import RECTIFY_PARAMS, InputRectification
 from tt_depth_ros.ros.worker import FrameWorker
 
 SUCCESS, FAILURE, ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE,
@@ -67,6 +71,8 @@ COMMON_PARAMS = (
     ParamSpec('camera_info_mode', 'wait', "'wait' skips frames until a valid CameraInfo arrived; "
               "'default_focal' uses the model's default focal (scale unreliable, warned).",
               choices=('wait', 'default_focal')),
+    *CAMERA_INFO_SYNC_PARAMS,
+    *RECTIFY_PARAMS,
     ParamSpec('max_image_pixels', 8192 * 8192, 'Images with more pixels are rejected.',
               int_range=(1, 1 << 28)),
     ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages.',
@@ -106,7 +112,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         self.state_label = 'unconfigured'
         self.stats = NodeStats()
         self.mailbox = LatestFrameMailbox()
-        self.camera_infos: dict[str, object] = {}   # key -> CameraGeometry | CameraInfoError
+        self.camera_infos = CameraInfoStore()   # per camera, by stamp (ros/camera_info_sync)
+        self.rectification = InputRectification()   # distorted inputs (ros/rectify_input)
         self._last_stamp: dict[str, int] = {}
         self._last_log: dict[str, float] = {}
         self._suppressed: dict[str, int] = {}
@@ -181,6 +188,8 @@ class PerceptionLifecycleNode(LifecycleNode):
                 self.stats.on_error('configure: ' + '; '.join(errors))
                 return FAILURE
             self.stats.reset()
+            self.camera_infos.reset()
+            self.rectification.reset()
             self._prepared: set = set()
             self.get_logger().info(f'configure: building engine for {self.p["model"]!r} '
                                    f'(backend {self.p["backend"]}) ...')
@@ -316,12 +325,13 @@ class PerceptionLifecycleNode(LifecycleNode):
         return sub
 
     def subscribe_camera_info(self, topic: str, key: str):
-        """Cache the latest CameraInfo of `topic` under `key` (invalid ones cached as errors)."""
+        """Cache CameraInfos of `topic` under `key` by stamp (invalid ones cached as errors)."""
         def cb(msg: CameraInfo) -> None:
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             try:
-                self.camera_infos[key] = (msg, camera_geometry(msg))
+                self.camera_infos.put(key, stamp_ns, msg, camera_geometry(msg))
             except CameraInfoError as exc:
-                self.camera_infos[key] = (msg, exc)
+                self.camera_infos.put(key, stamp_ns, msg, exc)
                 self.reject('camera_info_invalid', f'{topic}: {exc}')
         sub = self.create_subscription(CameraInfo, topic, cb, self.input_qos(),
                                        event_callbacks=subscription_events(self.get_logger(),
@@ -329,38 +339,68 @@ class PerceptionLifecycleNode(LifecycleNode):
         self._subs.append(sub)
         return sub
 
-    def camera_K(self, key: str, width: int, height: int,
-                 fallback: str = 'using the default focal; the metric scale is unreliable'):
-        """Intrinsics for a width x height frame from the latest CameraInfo cached under `key`.
+    def camera_info_match(self, key: str, stamp):
+        """The CameraInfo for an image of `key` with header stamp `stamp` (camera_info_sync).
+
+        Returns None (already reported) when the frame must be skipped, 'none' when no
+        CameraInfo arrived at all and camera_info_mode is 'default_focal', else an InfoMatch.
+        """
+        stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        p = self.p
+        match = self.camera_infos.lookup(key, stamp_ns, p['camera_info_sync'],
+                                         p['camera_info_tolerance_s'], p['camera_info_wait_s'])
+        if match is not None:
+            return match
+        if not self.camera_infos.has_any(key):
+            if p['camera_info_mode'] == 'wait':
+                self.reject('no_camera_info', f'no CameraInfo received yet for {key} '
+                            "(camera_info_mode='wait'); frame skipped")
+                return None
+            return 'none'
+        skew = self.camera_infos.nearest_skew_s(key, stamp_ns)
+        self.reject('camera_info_stamp', f'{key}: no CameraInfo with the image stamp '
+                    f'{stamp_ns / 1e9:.6f} (nearest {skew:+.6f} s away, camera_info_tolerance_s='
+                    f"{p['camera_info_tolerance_s']}); frame skipped. A camera that publishes "
+                    "CameraInfo rarely or with other stamps needs camera_info_sync:='latest'")
+        return None
+
+    def camera_view(self, key: str, rgb: np.ndarray, stamp,
+                    fallback: str = 'using the default focal; the metric scale is unreliable'):
+        """The pinhole view of a decoded frame: its CameraInfo by `stamp`, rectified (`rectify`).
 
         `fallback` says, in the once-only warning, what replaces the intrinsics when no
         CameraInfo has arrived in 'default_focal' mode.
 
         Returns:
             None when the frame must be skipped (already reported: no CameraInfo in 'wait' mode,
-            invalid CameraInfo, incompatible size); else (K, tx) with K the 3x3 intrinsics at the
-            image size and tx = P[0,3] scaled alike — or (None, 0.0) in 'default_focal' mode
+            invalid CameraInfo, incompatible size, calibration that cannot be rectified); else
+            (rgb, K, tx): the image (rectified when its D is non-zero), K its 3x3 intrinsics
+            (P's) and tx = P[0,3] scaled alike — K is None (tx 0.0) in 'default_focal' mode
             without CameraInfo (the caller applies its model's default focal; warned once).
         """
-        entry = self.camera_infos.get(key)
-        if entry is None:
-            if self.p['camera_info_mode'] == 'wait':
-                self.reject('no_camera_info', f'no CameraInfo received yet for {key} '
-                            "(camera_info_mode='wait'); frame skipped")
-                return None
+        height, width = rgb.shape[:2]
+        match = self.camera_info_match(key, stamp)
+        if match is None:
+            return None
+        if match == 'none':
             self.get_logger().warning(f'no CameraInfo for {key}: {fallback} '
                                       '(camera_info_mode=default_focal)', once=True)
-            return None, 0.0
-        _, geom = entry
+            return rgb, None, 0.0
+        geom = match.geometry
         if isinstance(geom, Exception):
-            self.reject('camera_info_invalid', f'{key}: latest CameraInfo is unusable: {geom}')
+            self.reject('camera_info_invalid', f'{key}: its CameraInfo is unusable: {geom}')
             return None
         try:
             K, _ = fit_to_image(geom, width, height)
         except CameraModelError as exc:
             self.reject('camera_info_size', f'{key}: {exc}')
             return None
-        return K, geom.Tx * K[0, 0] / geom.K[0, 0]
+        try:
+            rgb = self.rectification.apply(match.msg, rgb, self.p['rectify'])
+        except CameraModelError as exc:
+            self.reject('rectify', f'{key}: cannot rectify with its CameraInfo: {exc}')
+            return None
+        return rgb, K, geom.Tx * K[0, 0] / geom.K[0, 0]
 
     def precheck_image(self, msg, key: str) -> bool:
         """Cheap executor-side checks (size, encoding, stamp order); False = rejected."""
@@ -431,6 +471,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         info = self.engine.info if self.engine is not None else None
         extra = {'backend': info.backend if info else '', 'device': info.device if info else '',
                  'model': info.model if info else self.p['model']}
+        extra.update(self.camera_infos.counters())
+        extra.update(self.rectification.diagnostics(self.p['rectify']))
         extra.update(self.diagnostics_extra())
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
                                       self.state_label, extra)

@@ -17,6 +17,20 @@ from tf2_msgs.msg import TFMessage
 from tt_depth_ros.geometry.se3 import R_from_quat, make_T, quat_from_R
 
 
+def frame_id_problem(frame_id: str) -> str | None:
+    """Why `frame_id` cannot name a TF frame (tf2 rules), or None when it can.
+
+    tf2 rejects empty names and names with a leading '/'; whitespace never survives tools.
+    """
+    if not frame_id:
+        return 'empty frame_id'
+    if frame_id.startswith('/'):
+        return f'frame_id {frame_id!r} starts with "/" (tf2 rejects it)'
+    if any(c.isspace() for c in frame_id):
+        return f'frame_id {frame_id!r} contains whitespace'
+    return None
+
+
 def _check_T(T: np.ndarray) -> np.ndarray:
     T = np.asarray(T, dtype=np.float64)
     if T.shape != (4, 4) or not np.all(np.isfinite(T)):

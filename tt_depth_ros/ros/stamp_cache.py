@@ -3,6 +3,7 @@
 The pair node's metric-depth scale needs the depth image of exactly the reference view's stamp;
 that image (e.g. the depth node's output) usually arrives a little after the camera image, so the
 worker may wait for it — never longer than a bound, never holding more than `capacity` items.
+Both nodes pair each image with the CameraInfo of its stamp the same way (ros/camera_info_sync.py).
 """
 from __future__ import annotations
 
@@ -40,6 +41,33 @@ class StampedCache:
             if wait_s > 0:
                 self._cond.wait_for(lambda: int(stamp_ns) in self._items, wait_s)
             return self._items.get(int(stamp_ns))
+
+    def nearest(self, stamp_ns: int, tolerance_ns: int, wait_s: float = 0.0):
+        """(stamp, item) for this stamp exactly, else the nearest within `tolerance_ns`; or None.
+
+        Waits up to `wait_s` until the exact stamp is there or a NEWER one arrived (a source
+        publishing in stamp order will then never deliver the exact stamp), so both arrival
+        orders work: item before the query, or item shortly after it.
+        """
+        stamp_ns = int(stamp_ns)
+        with self._cond:
+            if wait_s > 0:
+                self._cond.wait_for(lambda: stamp_ns in self._items or any(
+                    s > stamp_ns for s in self._items), wait_s)
+            if stamp_ns in self._items:
+                return stamp_ns, self._items[stamp_ns]
+            best = min(self._items, key=lambda s: abs(s - stamp_ns), default=None)
+            if best is None or abs(best - stamp_ns) > tolerance_ns:
+                return None
+            return best, self._items[best]
+
+    def latest(self):
+        """(stamp, item) of the newest insertion, or None when empty."""
+        with self._cond:
+            if not self._items:
+                return None
+            stamp = next(reversed(self._items))
+            return stamp, self._items[stamp]
 
     def clear(self) -> None:
         with self._cond:

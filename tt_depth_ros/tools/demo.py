@@ -174,7 +174,7 @@ def pair_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, baseline_m: 
     cmd = [sys.executable, '-m', 'tt_depth_ros.ros.pair_node', '--ros-args',
            '-p', f'model:={w.model}', '-p', f'weights_path:={w.path}', '-p', f'backend:={backend}',
            '-p', 'mode:=stereo', '-p', f'network_size:={size}', '-p', 'scale_source:=none',
-           '-p', 'publish_tf:=false',
+           '-p', 'publish_tf:=never',
            '-r', f'camera1/image:={IMAGE}', '-r', f'camera1/camera_info:={INFO}',
            '-r', f'camera2/image:={RIGHT_IMAGE}', '-r', f'camera2/camera_info:={RIGHT_INFO}',
            '-r', 'points:=/pair/points', '-r', 'pose:=/pair/pose']

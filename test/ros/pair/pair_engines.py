@@ -18,6 +18,7 @@ import numpy as np
 
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.geometry.scene_render import (
+    R_WORLD_OPTICAL_LEVEL,
     camera_pose,
     default_scene,
     default_trajectory,
@@ -54,10 +55,32 @@ def temporal_poses(n: int) -> list[np.ndarray]:
     return default_trajectory(n, step_m=0.08)
 
 
+def rot_y_rad(a):
+    return np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+
+
+def rot_z_rad(a):
+    return np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]])
+
+
+# A robot (REP 103 base_link: x forward, z up) with a camera mounted offset and pitched down
+# 0.15 rad: base_link -> camera_link (URDF-style) -> camera_optical_frame (z forward).
+MOUNT_BASE_LINK = make_T(rot_y_rad(0.15), [0.25, -0.05, 0.9])
+LINK_OPTICAL = make_T(R_WORLD_OPTICAL_LEVEL, [0.0, 0.0, 0.0])
+
+
+def robot_base_poses(n: int) -> list[np.ndarray]:
+    """T_world_base per frame id: driving forward on flat ground while turning gently."""
+    return [make_T(rot_z_rad(0.1 * np.sin(0.6 * i)), [0.3 + 0.12 * i, 0.15 * np.sin(0.4 * i), 0])
+            for i in range(n)]
+
+
 def pose_of(mode: str, frame_id: int, view: int, n: int = 64) -> np.ndarray:
-    """World pose of `view` (0 or 1) for a frame id; temporal ignores `view`."""
+    """World pose of `view` (0 or 1) for a frame id; temporal and robot ignore `view`."""
     if mode == 'stereo':
         return stereo_poses(n)[frame_id][view]
+    if mode == 'robot':    # the robot's camera (temporal mode of the node)
+        return robot_base_poses(n)[frame_id] @ MOUNT_BASE_LINK @ LINK_OPTICAL
     return temporal_poses(n)[frame_id]
 
 
@@ -72,6 +95,22 @@ def read_id(rgb: np.ndarray) -> int:
     if b != ID_MARK:
         raise ValueError(f'image carries no frame id (pixel (0,0) = {(r, g, b)})')
     return r + 256 * g
+
+
+CAM_MARK = 0x5A
+ID_BLOCK = 16   # side of the id mark block for views that are resized or rectified
+
+
+def stamp_camera(rgb: np.ndarray, camera: int) -> np.ndarray:
+    """Mark which rig camera (0 or 1) took the image, in pixel (0, 1): (camera, 0, CAM_MARK)."""
+    out = rgb.copy()
+    out[0, 1] = (camera, 0, CAM_MARK)
+    return out
+
+
+def read_camera(rgb: np.ndarray, default: int) -> int:
+    """The rig camera marked by `stamp_camera`, else `default` (the view position)."""
+    return int(rgb[0, 1, 0]) if int(rgb[0, 1, 2]) == CAM_MARK else default
 
 
 def render_view(mode: str, frame_id: int, view: int, width: int, height: int,
@@ -93,14 +132,23 @@ class SceneDust3rEngine(Engine):
         delay_s: sleep per infer (engine rate for overload tests).
         fail_prepare: raise in prepare() this many times in this process.
         garbage_ids: frame ids of view 2 for which the pointmap is random (PnP must fail).
+        hfov2_deg: field of view of rig camera 2 when it differs; images marked with
+            `stamp_camera` are then rendered by their own camera whatever the view order.
+        depth_code_step: when set, the pointmaps come from what the images SHOW: planar depth
+            read from the red channel in steps of this many metres (blue 255 = sky; the
+            simulator's `encode_depth`), back-projected with the pinhole K of the network grid.
+            A wrongly rectified image then gives a wrong pointmap, as it would for the network.
     """
 
     num_views = 2
     _prepare_failures = 0
 
     def __init__(self, mode: str = 'stereo', hfov_deg: float = 70.0, scale_seed: int = 7,
-                 delay_s: float = 0.0, fail_prepare: int = 0, garbage_ids=()):
+                 delay_s: float = 0.0, fail_prepare: int = 0, garbage_ids=(),
+                 hfov2_deg: float | None = None, depth_code_step: float | None = None):
+        self.depth_code_step = depth_code_step
         self.mode, self.hfov, self.seed = mode, float(hfov_deg), int(scale_seed)
+        self.hfovs = (self.hfov, self.hfov if hfov2_deg is None else float(hfov2_deg))
         self.delay_s, self.fail_prepare = float(delay_s), int(fail_prepare)
         self.garbage_ids = set(int(i) for i in garbage_ids)
         self._timings = {}
@@ -110,8 +158,14 @@ class SceneDust3rEngine(Engine):
             SceneDust3rEngine._prepare_failures += 1
             raise RuntimeError('injected prepare failure')
 
-    def _points(self, K, h, w, T_world_cam):
-        _, depth = render(default_scene(), K, w, h, T_world_cam)
+    def _points(self, K, h, w, T_world_cam, image=None):
+        if self.depth_code_step is None:
+            _, depth = render(default_scene(), K, w, h, T_world_cam)
+        else:   # what the image shows (the id block in the corner carries no depth)
+            img = image.astype(np.float64)
+            depth = np.where(img[..., 2] > 127, np.inf, img[..., 0] * self.depth_code_step)
+            depth[:ID_BLOCK, :ID_BLOCK] = np.inf
+            depth[depth <= 0] = np.inf
         v, u = np.mgrid[0:h, 0:w].astype(np.float64)
         sky = ~np.isfinite(depth)
         d = np.where(sky, 1e3, depth)
@@ -124,11 +178,11 @@ class SceneDust3rEngine(Engine):
         if self.delay_s:
             time.sleep(self.delay_s)
         id1, id2 = read_id(images[0]), read_id(images[1])
-        K = intrinsics(w, h, self.hfov)
-        T_w1 = pose_of(self.mode, id1, 0)
-        T_w2 = pose_of(self.mode, id2, 1)
-        p1, sky1 = self._points(K, h, w, T_w1)
-        p2, sky2 = self._points(K, h, w, T_w2)
+        cam1, cam2 = read_camera(images[0], 0), read_camera(images[1], 1)
+        T_w1 = pose_of(self.mode, id1, cam1)
+        T_w2 = pose_of(self.mode, id2, cam2)
+        p1, sky1 = self._points(intrinsics(w, h, self.hfovs[cam1]), h, w, T_w1, images[0])
+        p2, sky2 = self._points(intrinsics(w, h, self.hfovs[cam2]), h, w, T_w2, images[1])
         T_12 = np.linalg.inv(T_w1) @ T_w2
         p2 = p2 @ T_12[:3, :3].T + T_12[:3, 3]
         rng = np.random.default_rng([self.seed, id1, id2])
@@ -164,4 +218,4 @@ def tiny_dust3r_engine(backend: str = 'torch-cpu'):
 
 
 __all__ = ['SceneDust3rEngine', 'tiny_dust3r_engine', 'render_view', 'pose_of', 'camera_pose',
-           'STEREO_T_1_2', 'read_id', 'stamp_id']
+           'STEREO_T_1_2', 'read_id', 'stamp_id', 'stamp_camera', 'read_camera']

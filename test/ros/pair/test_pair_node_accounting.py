@@ -27,7 +27,8 @@ def test_every_stereo_pair_is_published_or_accounted_for():
     ns = '/pair_acct'
     params = dict(mode='stereo', engine_plugin=SCENE_ENGINE, network_size=112,
                   engine_plugin_args=json.dumps({'mode': 'stereo', 'garbage_ids': [1]}),
-                  diagnostics_period=0.2, bad_input_log_period=0.0)
+                  diagnostics_period=0.2, bad_input_log_period=0.0,
+                  camera_info_sync='latest')   # one CameraInfo (stamp 1) per camera
     probe = PairProbe(ns, 'stereo')
     try:
         with spawn_node(ns, params) as proc:

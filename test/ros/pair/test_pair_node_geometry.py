@@ -92,7 +92,8 @@ def test_temporal_chain_matches_ground_truth_trajectory():
     params = dict(mode='temporal', engine_plugin=SCENE_ENGINE,
                   engine_plugin_args='{"mode": "temporal"}', network_size=112,
                   keyframe_every_n=3, keyframe_max_rotation_deg=0.0, publish_path=True,
-                  publish_unscaled_depth=True, diagnostics_period=0.2)
+                  publish_unscaled_depth=True, diagnostics_period=0.2,
+                  publish_tf='always')   # unscaled poses on /tf only when asked
     probe = PairProbe(ns, 'temporal')
     try:
         with spawn(pair_node_cmd(ns, params), env=child_env(), name='pair_temporal') as proc:
@@ -105,7 +106,8 @@ def test_temporal_chain_matches_ground_truth_trajectory():
                 pose = probe.wait_stamp('pose', t)
                 tf = probe.wait_stamp('/tf', t)
                 assert pose.header.frame_id == 'dust3r_odom'
-                assert tf.header.frame_id == 'dust3r_odom' and tf.child_frame_id == 'cam_dust3r'
+                assert tf.header.frame_id == 'dust3r_odom'
+                assert tf.child_frame_id == 'cam_dust3r_unscaled'
                 est.append(T_from_pose_msg(pose.pose))
                 gt.append(np.linalg.inv(T_w0) @ pose_of('temporal', k, 0))
             assert np.allclose(est[0], np.eye(4))     # the first keyframe is the odom origin

@@ -25,7 +25,7 @@ def test_stereo_tiny_model_topics_frames_shapes_headers():
     K = intrinsics(112, 80)
     params = dict(mode='stereo', engine_plugin=TINY_ENGINE, network_size=112,
                   publish_unscaled_depth=True, publish_confidence=True, diagnostics_period=0.2,
-                  expected_width=112, expected_height=80, **LENIENT)
+                  expected_width=112, expected_height=80, publish_tf='always', **LENIENT)
     probe = PairProbe(ns, 'stereo')
     try:
         with spawn(pair_node_cmd(ns, params), env=child_env(), name='pair_tiny_st') as proc:
@@ -44,7 +44,7 @@ def test_stereo_tiny_model_topics_frames_shapes_headers():
             assert cloud.height == 1 and 0 < cloud.width <= 2 * 80 * 112
             assert pose.header.frame_id == 'cam1_optical'
             assert tf.header.frame_id == 'cam1_optical'
-            assert tf.child_frame_id == 'cam2_optical_dust3r'
+            assert tf.child_frame_id == 'cam2_optical_dust3r_unscaled'
             q = pose.pose.orientation
             assert np.isclose(q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2, 1.0)
             assert unscaled.encoding == '32FC1' and (unscaled.height, unscaled.width) == (80, 112)
@@ -76,7 +76,8 @@ def test_temporal_tiny_model_first_keyframe_then_pairs():
     img1, img2 = pair_u8('80x112')
     K = intrinsics(112, 80)
     params = dict(mode='temporal', engine_plugin=TINY_ENGINE, network_size=112,
-                  keyframe_every_n=1, publish_path=True, diagnostics_period=0.2, **LENIENT)
+                  keyframe_every_n=1, publish_path=True, diagnostics_period=0.2,
+                  publish_tf='always', **LENIENT)
     probe = PairProbe(ns, 'temporal')
     try:
         with spawn(pair_node_cmd(ns, params), env=child_env(), name='pair_tiny_tm') as proc:
@@ -88,7 +89,7 @@ def test_temporal_tiny_model_first_keyframe_then_pairs():
                 assert pose.header.frame_id == 'dust3r_odom'
                 tf = probe.wait_stamp('/tf', t)
                 assert (tf.header.frame_id, tf.child_frame_id) == ('dust3r_odom',
-                                                                   'mono_optical_dust3r')
+                                                                   'mono_optical_dust3r_unscaled')
                 if k == 0:   # the first keyframe defines the odom origin
                     p = pose.pose.position
                     assert (p.x, p.y, p.z) == (0.0, 0.0, 0.0) and pose.pose.orientation.w == 1.0
