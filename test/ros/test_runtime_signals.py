@@ -3,7 +3,8 @@
 `ros2 launch` Ctrl-C delivers bursts (the terminal signals the process group, launch forwards its
 own SIGINT, then escalates to SIGTERM after 5 s). Every case runs the real depth node entry point
 (`python -m tt_depth_ros.ros.depth_node`) in its own process: 100 randomised bursts of 2-6
-SIGINT/SIGTERM with 0-1 s gaps against the node with the known-depth engine double (fast startup),
+SIGINT/SIGTERM with 0-1 s gaps (half of them near-simultaneous; a burst ends early once the process
+is gone) against the node with the known-depth engine double (fast startup),
 a few against the real tiny DA3 on torch-cpu (signals land in torch import, weight loading,
 activation), a signal during a configure that takes a minute (cancellable build, and one that
 cannot be interrupted), and a signal while the worker is inside a 30 s inference. Bounds are
@@ -48,8 +49,10 @@ def _burst(cmd: list[str], env: dict, rng: random.Random, label: str,
         time.sleep(rng.uniform(0.0, startup_delay_s))
         t_first = time.monotonic()
         for i in range(rng.randint(2, 6)):
-            if i:
-                time.sleep(rng.uniform(0.0, 1.0))
+            if i:   # half near-simultaneous (terminal + launch), half anywhere in 0-1 s
+                time.sleep(rng.uniform(0.0, 0.02) if rng.random() < 0.5 else rng.uniform(0.0, 1.0))
+                if proc.poll() is not None:   # gone (and reaped): the rest of the burst is moot
+                    break
             sig = rng.choice(SIGNALS)
             os.kill(proc.pid, sig)   # not reaped yet: the pid cannot be reused meanwhile
             sent.append(sig.name)
@@ -76,7 +79,8 @@ def _run_bursts(cmd, n, seed, label, startup_delay_s):
     bad = [r for r in results if r['hung'] or r['rc'] != 0]
     details = '\n'.join(f"{r['label']}: signals {r['signals']} rc={r['rc']} hung={r['hung']}\n"
                         + Path(r['log']).read_text(errors='replace')[-3000:] for r in bad[:3])
-    print(f'{label}: {n} bursts (seed {seed}), {len(bad)} bad; slowest exit '
+    print(f'{label}: {n} bursts (seed {seed}), {len(bad)} bad; '
+          f"{sum(len(r['signals']) for r in results)} signals delivered; slowest exit "
           f"{max(r['exit_s'] for r in results):.2f} s after the first signal")
     assert not bad, f'seed {seed}: {len(bad)} of {n} bursts hung or exited non-zero:\n{details}'
     for r in results:
