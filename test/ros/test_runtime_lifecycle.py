@@ -17,7 +17,6 @@ from std_msgs.msg import Header
 from support.procs import rss_mb, spawn, stop, wait_for
 from tt_depth_ros.ros.depth_msgs import rgb_image_msg
 
-pytestmark = pytest.mark.ros
 CYCLES, HEADROOM_MB = 4, 300
 
 
@@ -28,7 +27,7 @@ def probe():
     p.close()
 
 
-@pytest.mark.slow
+@pytest.mark.slow   # not `ros`: glibc/torch memory behaviour, the same on Kilted (saves ~60 s)
 def test_configure_cleanup_cycles_return_memory(probe, tmp_path):
     from tt_depth_ros.tools.demo_weights import write_rule_v1_checkpoint
     weights = write_rule_v1_checkpoint('da3metric-large', tmp_path / 'model.safetensors')
@@ -51,6 +50,7 @@ def test_configure_cleanup_cycles_return_memory(probe, tmp_path):
         assert stop(proc, 30) == 0, proc.log_text()
 
 
+@pytest.mark.ros
 def test_no_engine_release_under_a_running_inference(probe):
     ns, node = '/stuck', '/stuck/depth_node'
     params = {'engine_plugin': KNOWN_ENGINE, 'engine_plugin_args': '{"delay_s": 14.0}',
