@@ -6,7 +6,10 @@ activate = subscriptions + worker, then `super().on_activate` (enables lifecycle
 deactivate = unsubscribe, stop the worker and drop its pending frame; cleanup = release engine and
 publishers; shutdown from any state; errors go through `on_error`, which releases everything and
 returns to unconfigured, so `configure` can be tried again. Every transition catches, logs with a
-traceback and returns FAILURE/ERROR itself (rclpy would log nothing).
+traceback and returns FAILURE/ERROR itself (rclpy would log nothing). The engine is never released
+while the worker is inside prepare/infer: the worker join is bounded and a worker that does not stop
+fails the transition (WorkerStuckError) with the engine kept. At process shutdown `abort_configure`
+cancels the node's CancelToken, which the engine build checks between its steps.
 
 Subclasses provide `declare_node_parameters`, `create_outputs`, `create_inputs`,
 `expected_shapes` and `process`; the base gives them parameters (`self.p`), QoS, image decoding,
