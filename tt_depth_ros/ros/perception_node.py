@@ -97,6 +97,14 @@ def with_defaults(specs, defaults: dict) -> list[ParamSpec]:
             for s in specs]
 
 
+def _accepts(fn, name: str) -> bool:
+    """Whether callable `fn` takes a keyword argument `name` (False if it cannot be inspected)."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class WorkerStuckError(RuntimeError):
     """The worker thread is still inside prepare/infer: the engine must not be released."""
 
@@ -176,7 +184,7 @@ class PerceptionLifecycleNode(LifecycleNode):
             kwargs = json.loads(self.p['engine_plugin_args'] or '{}')
             self.get_logger().warning(f'engine from plugin {plugin} (test/integration path)')
             factory = getattr(importlib.import_module(module), attr)
-            if 'cancel' in inspect.signature(factory).parameters:
+            if _accepts(factory, 'cancel'):
                 kwargs['cancel'] = self.cancel
             return factory(**kwargs)
         from tt_depth_ros.engines.factory import build_engine  # heavy (torch): only when used
