@@ -4,7 +4,7 @@
   key layout, 1.3 GB) on torch-cpu goes through 4 configure/cleanup cycles over its lifecycle
   services; after every cleanup its RSS (/proc) is within 300 MB of the unconfigured baseline
   (the process-wide malloc tuning used to keep 1.5-3 GB of freed arenas).
-- A deactivate while the worker is inside a 14 s inference waits a bounded time, then fails
+- A deactivate while the worker is inside an 11.5 s inference waits a bounded time, then fails
   loudly (engine kept); the error recovery waits again, the inference ends, and only then is the
   engine closed (the engine double reports a close during infer).
 """
@@ -53,7 +53,7 @@ def test_configure_cleanup_cycles_return_memory(probe, tmp_path):
 @pytest.mark.ros
 def test_no_engine_release_under_a_running_inference(probe):
     ns, node = '/stuck', '/stuck/depth_node'
-    params = {'engine_plugin': KNOWN_ENGINE, 'engine_plugin_args': '{"delay_s": 14.0}',
+    params = {'engine_plugin': KNOWN_ENGINE, 'engine_plugin_args': '{"delay_s": 11.5}',
               'camera_info_mode': 'default_focal', 'input_reliability': 'reliable'}
     pub = probe.publisher(Image, f'{ns}/image', RELIABLE)
     with spawn(depth_node_cmd(ns, params), env=child_env(), name='stuck-node') as proc:
