@@ -1,7 +1,8 @@
 """Test harness: loopback-only ROS 2 for this process and every child, set before rclpy is imported.
 
-A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart; stale Fast DDS shared-memory
-files of killed processes are removed at the end of the run.
+The harness (not the nodes: they use the environment they are given) confines everything the tests
+start. A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart; stale Fast DDS
+shared-memory files of killed processes are removed at the end of the run.
 """
 import sys
 from pathlib import Path

@@ -1,9 +1,15 @@
-"""Every ROS process the tests start discovers over loopback only (NETWORK SAFETY)."""
+"""Every ROS process the tests start discovers over loopback only (NETWORK SAFETY).
+
+The harness (test/conftest.py) sets it; the nodes never do (test/ros/test_runtime_env.py). The
+profile is found through the ament index (an installed package's share directory), else in the
+source checkout; never from VIRTUAL_ENV guesses.
+"""
 import json
 import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +77,36 @@ def test_rclpy_participant_starts_under_the_profile():
     assert proc.returncode == 0, proc.stderr
     assert 'loopback_probe' in proc.stdout
     assert 'Error' not in proc.stderr, proc.stderr
+
+
+def _profile_found_with(env_update: dict, unset=()) -> str:
+    env = dict(os.environ, **env_update)
+    for key in unset:
+        env.pop(key, None)
+    code = ('from tt_depth_ros.ros.loopback import loopback_profile_path; '
+            'print(loopback_profile_path())')
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
+                          timeout=60, cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_profile_comes_from_the_ament_share_directory_when_installed(tmp_path):
+    prefix = tmp_path / 'install'
+    (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages').mkdir(parents=True)
+    (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages' / 'tt_depth_ros').touch()
+    (prefix / 'share' / 'tt_depth_ros' / 'config').mkdir(parents=True)
+    installed = prefix / 'share' / 'tt_depth_ros' / 'config' / 'fastdds_loopback.xml'
+    installed.write_text(loopback_profile_path().read_text())
+    other = tmp_path / 'other_overlay'          # first on the path, without this package
+    (other / 'share' / 'ament_index' / 'resource_index' / 'packages').mkdir(parents=True)
+    found = _profile_found_with({'AMENT_PREFIX_PATH': f'{other}:{prefix}',
+                                 'VIRTUAL_ENV': str(tmp_path / 'not-a-venv')})
+    assert found == str(installed)
+
+
+def test_profile_falls_back_to_the_source_checkout(tmp_path):
+    checkout = Path(__file__).resolve().parents[1] / 'config' / 'fastdds_loopback.xml'
+    assert _profile_found_with({'VIRTUAL_ENV': str(tmp_path)}, unset=('AMENT_PREFIX_PATH',)) \
+        == str(checkout)
+    assert _profile_found_with({'AMENT_PREFIX_PATH': str(tmp_path)}) == str(checkout)

@@ -39,15 +39,19 @@ def pythonpath_env(*dirs) -> dict:
 
 
 @contextlib.contextmanager
-def spawn(cmd: list[str], *, env: dict | None = None, timeout: float = 20.0, name: str = 'child'):
+def spawn(cmd: list[str], *, env: dict | None = None, timeout: float = 20.0, name: str = 'child',
+          unset: tuple = ()):
     """Start `cmd` (inheriting the loopback env), yield the Popen, reap it on exit.
 
-    Output goes to a temp file; `proc.log_text()` returns it (for assertion messages). On exit the
-    process gets SIGINT (rclpy shuts down cleanly), then SIGTERM, then SIGKILL after `timeout`.
+    `env` adds or overrides variables, `unset` removes some (e.g. ROS_DOMAIN_ID). Output goes to a
+    temp file; `proc.log_text()` returns it (for assertion messages). On exit the process gets
+    SIGINT (rclpy shuts down cleanly), then SIGTERM, then SIGKILL after `timeout`.
     """
     log = tempfile.NamedTemporaryFile(prefix=f'{name}-', suffix='.log', delete=False)
     full_env = dict(os.environ)
     full_env.update(env or {})
+    for key in unset:
+        full_env.pop(key, None)
     full_env.setdefault('PYTHONUNBUFFERED', '1')
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, cwd=ROOT,
                             start_new_session=True)
@@ -100,3 +104,26 @@ def clean_stale_fastdds_shm() -> list[str]:
         subprocess.run([sys.executable, str(tool), 'shm', 'clean'], capture_output=True, timeout=60)
     after = set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
     return sorted(n for n in before - after if n.startswith(('fastrtps_', 'fastdds_', 'sem.fast')))
+
+
+def proc_environ(pid: int) -> dict[str, str]:
+    """The environment a process was started with (/proc/<pid>/environ)."""
+    raw = Path(f'/proc/{pid}/environ').read_bytes()
+    return dict(item.split('=', 1) for item in raw.decode(errors='replace').split('\0')
+                if '=' in item)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of a process in MiB (/proc/<pid>/status VmRSS)."""
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f'no VmRSS for pid {pid}')
+
+
+def catches_signal(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler installed for `signum` (/proc/<pid>/status SigCgt)."""
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('SigCgt:'):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False

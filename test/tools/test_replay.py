@@ -65,13 +65,14 @@ def _recorded(path):
 def test_round_trip_bytes_rate_remap_loops_clock(bag, tmp_path):
     out = tmp_path / 'recorded'
     count = FRAMES * LOOPS
-    rec_cmd = python_cmd('tt_depth_ros.tools.record', str(out), '--count', str(count),
-                         '--duration', '30', '--topic',
+    rec_cmd = python_cmd('tt_depth_ros.tools.record', str(out), '--loopback', '--count',
+                         str(count), '--duration', '30', '--topic',
                          '/camera/image_raw:sensor_msgs/msg/Image',
                          '/cam/info:sensor_msgs/msg/CameraInfo',
                          '/camera/pose_gt:geometry_msgs/msg/PoseStamped',
                          '/clock:rosgraph_msgs/msg/Clock')
-    play_cmd = python_cmd('tt_depth_ros.tools.replay', str(bag), '--rate-hz', str(RATE_HZ),
+    play_cmd = python_cmd('tt_depth_ros.tools.replay', str(bag), '--loopback', '--rate-hz',
+                          str(RATE_HZ),
                           '--loops', str(LOOPS), '--clock', '--wait-subscribers', '1', '--wait-all',
                           '--remap', '/camera/camera_info:=/cam/info',
                           '--topics', '/camera/image_raw', '/camera/camera_info',

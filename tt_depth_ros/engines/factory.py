@@ -6,6 +6,10 @@ revision, config, state_dict, cuda_graphs, logger) -> Engine`: `engines/da3.py` 
 `build_ttnn_engine(model, *, device_id, dtype, weights, revision, config, state_dict, logger)`;
 `select.py` reports it unavailable until that package exists and a device is present.
 Builder modules are imported lazily, so importing this module pulls in no model code.
+A `CancelToken` (engines/cancel.py) is checked between the steps of a build (backend selection,
+the builder, preparation by the caller): a shutdown during configure stops there, and an engine
+finished after cancellation is closed at once. After a torch build the transient memory of
+loading (checkpoint tensors) is returned to the OS (`release_free_memory`).
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import importlib
 from typing import Any, Mapping, Optional
 
 from tt_depth_ros.engines.base import Engine
+from tt_depth_ros.engines.cancel import CancelToken
 from tt_depth_ros.engines.select import BackendUnavailableError, select_backend
 
 FAMILIES = {
@@ -28,7 +33,8 @@ FAMILIES = {
 def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'auto',
                  device_id: int = 0, dtype: Any = None, revision: Optional[str] = None,
                  config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
-                 logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None) -> Engine:
+                 logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None,
+                 cancel: Optional[CancelToken] = None) -> Engine:
     """Build an engine for `model` on the selected backend.
 
     Args:
@@ -43,6 +49,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
         logger: Anything with `.info(str)`.
         cuda_graphs: torch-cuda only: capture CUDA graphs per shape (default True on CUDA).
+        cancel: Checked between build steps; a cancelled build raises BuildCancelled.
 
     Returns:
         An Engine (not yet prepared for a shape).
@@ -51,10 +58,28 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         ValueError: Unknown model / bad argument.
         BackendUnavailableError: The requested backend cannot run.
         tt_depth_ros.engines.weights.WeightsUnavailableError: No weights.
+        tt_depth_ros.engines.cancel.BuildCancelled: `cancel` was cancelled.
     """
+    cancel = cancel if cancel is not None else CancelToken()
     if model not in FAMILIES:
         raise ValueError(f'unknown model {model!r}; known: {sorted(FAMILIES)}')
     chosen = select_backend(backend, device_id=device_id, logger=logger)
+    cancel.check('after backend selection')
+    engine = _build(model, chosen, weights=weights, device_id=device_id, dtype=dtype,
+                    revision=revision, config=config, state_dict=state_dict, logger=logger,
+                    cuda_graphs=cuda_graphs)
+    if cancel.cancelled:
+        engine.close()
+        cancel.check('after the engine build (engine closed)')
+    if chosen != 'ttnn':
+        from tt_depth_ros.engines.torch_engine import release_free_memory
+        release_free_memory()
+    return engine
+
+
+def _build(model: str, chosen: str, *, weights, device_id, dtype, revision, config, state_dict,
+           logger, cuda_graphs) -> Engine:
+    """The family builder for `model` on the chosen backend (arguments as build_engine)."""
     if chosen == 'ttnn':
         try:
             ttnn_engines = importlib.import_module('tt_depth_ros.engines.ttnn')

@@ -12,11 +12,15 @@ On CPU the engine (once per process, glibc only) raises malloc's mmap and trim t
 tens of MB of activations freed after one layer are reused by the next instead of being returned to
 the kernel and page-faulted back in (~75k page faults, ~10 % of the CPU time per DA3 forward). This
 is the same effect as the jemalloc/tcmalloc advice of PyTorch's CPU performance guide; the cost is
-that the process keeps its peak activation memory. `tune_malloc=False` leaves malloc alone.
+that freed memory stays in the process. So whatever frees a lot at once gives it back explicitly
+with `release_free_memory()` (`malloc_trim(0)`, every arena): the factory after a build (the
+checkpoint's tensors are gone by then) and `close()` after dropping the model, so a lifecycle
+cleanup returns RSS to about where configure started. `tune_malloc=False` leaves malloc alone.
 """
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
 import time
 from typing import Any, Callable, Optional, Sequence
@@ -47,6 +51,18 @@ def tune_cpu_malloc() -> bool:
         except (OSError, AttributeError):  # not glibc: nothing to tune
             _MALLOC_TUNED = False
     return _MALLOC_TUNED
+
+
+def release_free_memory() -> bool:
+    """Collect garbage and return free heap memory of every malloc arena to the OS (glibc).
+
+    True when `malloc_trim` released something. A no-op elsewhere (returns False).
+    """
+    gc.collect()
+    try:
+        return bool(ctypes.CDLL('libc.so.6').malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc
+        return False
 
 
 def parse_dtype(dtype: Any, device: str) -> torch.dtype:
@@ -215,5 +231,7 @@ class TorchEngine(Engine):
         self._graphs.clear()
         self._prepared.clear()
         self._model = None
+        self._run = None
         if self._cuda:
             torch.cuda.empty_cache()
+        release_free_memory()

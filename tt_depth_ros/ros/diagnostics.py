@@ -2,8 +2,10 @@
 
 What an operator needs to see: input and output rates, drops (mailbox replacements and rejected
 frames by reason), latency from the input stamp to publish (p50/p95/max over a bounded window),
-per-stage times, backend/device, the last error and the lifecycle state. Thread-safe: the executor
-records inputs, the worker records outputs, a timer publishes. All windows are bounded.
+per-stage times, backend/device, the last error and the lifecycle state. The level goes WARN when
+the drop rate (frames handed to the worker but replaced unprocessed) over the last DROP_WINDOW_S
+seconds exceeds the node's `drop_warn_ratio`: an overloaded node is not OK. Thread-safe: the
+executor records inputs, the worker records outputs, a timer publishes. All windows are bounded.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
 WINDOW = 512  # samples kept for percentiles and rates
+DROP_WINDOW_S = 5.0      # seconds over which the drop rate is judged
+DROP_MIN_OFFERS = 5      # fewer frames in the window: too few to judge
 
 
 def _pct(values, q: float) -> float:
@@ -44,6 +48,7 @@ class NodeStats:
             self._out_times: deque = deque(maxlen=WINDOW)
             self._latency: deque = deque(maxlen=WINDOW)
             self._stages: dict[str, deque] = {}
+            self._offers: deque = deque(maxlen=4 * WINDOW)   # (time, replaced) per frame
 
     def on_input(self) -> None:
         """A message arrived (before validation)."""
@@ -51,10 +56,22 @@ class NodeStats:
             self.received += 1
             self._in_times.append(time.monotonic())
 
+    def on_offer(self, replaced: bool) -> None:
+        """A frame was handed to the worker; `replaced`: it displaced an unprocessed one."""
+        with self._lock:
+            self._offers.append((time.monotonic(), bool(replaced)))
+
     def on_drop(self) -> None:
         """An unprocessed frame was replaced in (or cleared from) the mailbox."""
         with self._lock:
             self.mailbox_drops += 1
+
+    def drop_rate(self, window_s: float = DROP_WINDOW_S) -> tuple[float, int]:
+        """(dropped fraction, frames) over the frames handed to the worker in the last window."""
+        cutoff = time.monotonic() - window_s
+        with self._lock:
+            recent = [d for t, d in self._offers if t >= cutoff]
+        return (sum(recent) / len(recent) if recent else 0.0), len(recent)
 
     def on_reject(self, reason: str, message: str) -> None:
         """A frame was skipped for `reason` (a short key such as 'encoding')."""
@@ -106,12 +123,21 @@ class NodeStats:
             }
 
     def to_status(self, name: str, hardware_id: str, state: str, extra: dict | None = None,
-                  stale_error_s: float = 5.0) -> DiagnosticStatus:
-        """ERROR after a recent worker error, WARN after a recent rejected frame, else OK."""
+                  stale_error_s: float = 5.0, drop_warn_ratio: float = 0.5) -> DiagnosticStatus:
+        """ERROR after a recent worker error; WARN after a rejected frame or many drops; else OK.
+
+        Too many drops: the drop rate over DROP_WINDOW_S exceeds `drop_warn_ratio`.
+        """
         snap = self.snapshot()
         recent = bool(snap['last_error']) and \
             (time.monotonic() - self.last_error_time) < stale_error_s
+        rate, offered = self.drop_rate()
         level, message = DiagnosticStatus.OK, state
+        if offered >= DROP_MIN_OFFERS and rate > drop_warn_ratio:
+            level = DiagnosticStatus.WARN
+            message = (f'{state}: dropping {100 * rate:.0f} % of frames over the last '
+                       f'{DROP_WINDOW_S:g} s (> drop_warn_ratio {drop_warn_ratio:g}): the engine '
+                       'is slower than the input')
         if recent:
             level = DiagnosticStatus.ERROR if self.last_error_kind == 'error' \
                 else DiagnosticStatus.WARN
@@ -122,6 +148,7 @@ class NodeStats:
             'output_rate_hz': f'{snap["output_rate_hz"]:.2f}',
             'received': str(snap['received']), 'published': str(snap['published']),
             'dropped_mailbox': str(snap['mailbox_drops']),
+            'drop_rate_window': f'{rate:.3f}',
             'rejected_total': str(snap['rejected_total']),
             'errors': str(snap['errors']),
             'latency_p50_ms': f'{snap["latency_p50_ms"]:.2f}',

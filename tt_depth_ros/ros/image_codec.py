@@ -6,8 +6,15 @@ by `step`, and colour conversion is one OpenCV call. Every malformed message rai
 `ImageDecodeError` naming the problem; the node turns that into a throttled log line and a
 skipped frame. Supported: rgb8, bgr8, rgba8, bgra8, mono8, mono16 (rounded to 8 bit like
 cv_bridge's convertTo), yuv422 (= UYVY), yuv422_yuy2 (= YUYV), and JPEG/PNG compressed images.
+
+Compressed images are bounded before decoding: the size declared in the header (PNG IHDR, JPEG
+SOFn marker) is checked against the pixel limit first, so a small file declaring a huge image (a
+"decompression bomb") never allocates its pixels. Other formats are refused (their size is not
+checked here).
 """
 from __future__ import annotations
+
+import struct
 
 import cv2
 import numpy as np
@@ -73,11 +80,71 @@ def image_msg_to_rgb(msg, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     return cv2.cvtColor(np.ascontiguousarray(img), _TO_RGB[enc])
 
 
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+# JPEG start-of-frame markers (baseline, extended, progressive, lossless, arithmetic): not DHT
+# (C4), JPG (C8) or DAC (CC).
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_JPEG_STANDALONE = frozenset(range(0xD0, 0xD8)) | {0x01}   # RSTn, TEM: no length field
+
+
+def compressed_image_size(data) -> tuple[int, int]:
+    """(width, height) declared by a PNG or JPEG header, without decoding any pixel.
+
+    Raises:
+        ImageDecodeError: not PNG/JPEG, or a header that is truncated or malformed.
+    """
+    view = memoryview(np.frombuffer(data, dtype=np.uint8))   # zero-copy; indexing gives ints
+    head = view[:24].tobytes()
+    if head.startswith(PNG_SIGNATURE):
+        if len(head) < 24 or head[12:16] != b'IHDR':
+            raise ImageDecodeError('PNG without a leading IHDR chunk (truncated or corrupt)')
+        width, height = struct.unpack('>II', head[16:24])
+        return int(width), int(height)
+    if head.startswith(b'\xff\xd8'):
+        return _jpeg_size(view)
+    raise ImageDecodeError(f'compressed data is neither PNG nor JPEG (starts with {head[:4]!r}); '
+                           'only JPEG and PNG are accepted')
+
+
+def _jpeg_size(view: memoryview) -> tuple[int, int]:
+    """Walk JPEG marker segments from SOI to the first SOFn; return its (width, height)."""
+    i, n = 2, len(view)
+    while i + 4 <= n:
+        if view[i] != 0xFF:
+            raise ImageDecodeError(f'JPEG: expected a marker at byte {i}')
+        marker = view[i + 1]
+        if marker == 0xFF:            # fill byte
+            i += 1
+            continue
+        if marker in _JPEG_STANDALONE:
+            i += 2
+            continue
+        if marker in (0xD9, 0xDA):    # EOI / start of scan before any frame header
+            break
+        length = (view[i + 2] << 8) | view[i + 3]
+        if length < 2:
+            raise ImageDecodeError(f'JPEG: segment length {length} at byte {i}')
+        if marker in _JPEG_SOF:
+            if i + 9 > n:
+                break
+            height = (view[i + 5] << 8) | view[i + 6]
+            width = (view[i + 7] << 8) | view[i + 8]
+            if height == 0 or width == 0:
+                raise ImageDecodeError(f'JPEG declares a {width}x{height} frame (height from a '
+                                       'DNL marker is not supported)')
+            return width, height
+        i += 2 + length
+    raise ImageDecodeError('JPEG without a frame header (SOFn) before the scan data')
+
+
 def compressed_to_rgb(msg, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     """Decode a sensor_msgs/CompressedImage (JPEG or PNG) to (H, W, 3) uint8 RGB.
 
+    The header's declared size is checked against `max_pixels` before decoding.
+
     Raises:
-        ImageDecodeError: empty or corrupt data, depth-compressed formats, images over max_pixels.
+        ImageDecodeError: empty, corrupt or other formats, depth-compressed formats, images over
+            max_pixels (declared or decoded).
     """
     fmt = (msg.format or '').lower()
     if 'compresseddepth' in fmt:
@@ -85,6 +152,10 @@ def compressed_to_rgb(msg, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     data = np.frombuffer(msg.data, dtype=np.uint8)
     if data.size == 0:
         raise ImageDecodeError('empty compressed image')
+    width, height = compressed_image_size(data)
+    if width * height > max_pixels or width <= 0 or height <= 0:
+        raise ImageDecodeError(f'compressed image declares {width}x{height}, zero or above the '
+                               f'{max_pixels}-pixel limit; not decoded')
     img = cv2.imdecode(data, cv2.IMREAD_COLOR)
     if img is None or img.size == 0:
         raise ImageDecodeError(f'could not decode compressed image (format {msg.format!r}, '

@@ -1,26 +1,30 @@
-"""Loopback-only ROS 2 discovery for every process this repository starts (tests, demo, benchmarks).
+"""Loopback-only ROS 2 discovery for the processes this repository starts *for itself*.
 
-Fast DDS multicasts discovery on every network card by default. `loopback_env()` returns the
-variables that keep discovery and data on 127.0.0.1 / shared memory (spec/ros.md §1):
-`ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`, a loopback-only Fast DDS profile with 32 MB shared-memory
-segments (large best-effort images and clouds survive) and a per-run `ROS_DOMAIN_ID`. This module
-must not import rclpy: it runs before it.
+The nodes never call this: they run in the ROS environment their user gives them. The test
+harness, the demo and the benchmark (and `replay`/`record` with `--loopback`) confine what they
+start to this host: `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`, a loopback-only Fast DDS profile
+with 32 MB shared-memory segments (large best-effort images and clouds survive), Fast DDS as the
+RMW and a per-run `ROS_DOMAIN_ID` unless one is exported. This module must not import rclpy: it
+runs before it.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+PACKAGE = 'tt_depth_ros'
 PROFILE_NAME = 'fastdds_loopback.xml'
 
 
 def loopback_profile_path() -> Path:
-    """Locate the loopback Fast DDS profile: source checkout first, then the installed share dir."""
-    here = Path(__file__).resolve()
-    candidates = [here.parents[2] / 'config' / PROFILE_NAME]
-    prefix = os.environ.get('VIRTUAL_ENV') or os.environ.get('AMENT_PREFIX_PATH', '').split(':')[0]
-    if prefix:
-        candidates.append(Path(prefix) / 'share' / 'tt_depth_ros' / 'config' / PROFILE_NAME)
+    """The loopback Fast DDS profile: the package's share directory, else the source checkout."""
+    candidates = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(Path(get_package_share_directory(PACKAGE)) / 'config' / PROFILE_NAME)
+    except (ImportError, LookupError, OSError, ValueError):
+        pass  # not installed through ament (pip/editable install, or no AMENT_PREFIX_PATH)
+    candidates.append(Path(__file__).resolve().parents[2] / 'config' / PROFILE_NAME)
     for path in candidates:
         if path.is_file():
             return path
@@ -49,7 +53,8 @@ def loopback_env(domain_id: int | None = None) -> dict[str, str]:
 def apply_loopback_env(keep_domain: bool = True) -> dict[str, str]:
     """Force loopback-only settings into os.environ (children inherit them); returns what was set.
 
-    An already-set ROS_DOMAIN_ID is kept when `keep_domain` (a parent test run chose it).
+    Only for this repository's own tooling (tests, demo, benchmark, `--loopback`). An already-set
+    ROS_DOMAIN_ID is kept when `keep_domain` (a parent test run or the user chose it).
     """
     env = loopback_env()
     if keep_domain and os.environ.get('ROS_DOMAIN_ID'):

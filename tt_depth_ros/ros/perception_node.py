@@ -6,7 +6,10 @@ activate = subscriptions + worker, then `super().on_activate` (enables lifecycle
 deactivate = unsubscribe, stop the worker and drop its pending frame; cleanup = release engine and
 publishers; shutdown from any state; errors go through `on_error`, which releases everything and
 returns to unconfigured, so `configure` can be tried again. Every transition catches, logs with a
-traceback and returns FAILURE/ERROR itself (rclpy would log nothing).
+traceback and returns FAILURE/ERROR itself (rclpy would log nothing). The engine is never released
+while the worker is inside prepare/infer: the worker join is bounded and a worker that does not stop
+fails the transition (WorkerStuckError) with the engine kept. At process shutdown `abort_configure`
+cancels the node's CancelToken, which the engine build checks between its steps.
 
 Subclasses provide `declare_node_parameters`, `create_outputs`, `create_inputs`,
 `expected_shapes` and `process`; the base gives them parameters (`self.p`), QoS, image decoding,
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import time
 import traceback
@@ -28,14 +32,16 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from tt_depth_ros.engines.base import Engine
+from tt_depth_ros.engines.cancel import BuildCancelled, CancelToken
 from tt_depth_ros.engines.weights import WeightsUnavailableError
 from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
 from tt_depth_ros.ros.camera_info import CameraInfoError, camera_geometry
 from tt_depth_ros.ros.camera_info_sync import CAMERA_INFO_SYNC_PARAMS, CameraInfoStore
-from tt_depth_ros.ros.diagnostics import NodeStats, diagnostic_array
+from tt_depth_ros.ros.diagnostics import DROP_WINDOW_S, NodeStats, diagnostic_array
 from tt_depth_ros.ros.image_codec import (
     ENCODINGS,
     ImageDecodeError,
+    compressed_image_size,
     compressed_to_rgb,
     image_msg_to_rgb,
 )
@@ -44,6 +50,8 @@ from tt_depth_ros.ros.params import ParamSpec, ParamTable
 from tt_depth_ros.ros.qos import publisher_events, qos_profile, subscription_events
 from tt_depth_ros.ros.rectify_input import RECTIFY_PARAMS, InputRectification
 from tt_depth_ros.ros.worker import FrameWorker
+
+WORKER_STOP_S = 10.0   # deactivate/cleanup wait for an in-flight inference (signal shutdown: less)
 
 SUCCESS, FAILURE, ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE,
                            TransitionCallbackReturn.ERROR)
@@ -57,8 +65,10 @@ COMMON_PARAMS = (
     ParamSpec('device_id', 0, 'Accelerator index (one process holds one device).',
               int_range=(0, 63)),
     ParamSpec('engine_plugin', '', "Tests/integration only: 'module:callable' returning an Engine "
-              'instead of build_engine; never chosen automatically.'),
-    ParamSpec('engine_plugin_args', '{}', 'JSON object of keyword arguments for engine_plugin.'),
+              'instead of build_engine; never chosen automatically; set at process start only.',
+              read_only=True),
+    ParamSpec('engine_plugin_args', '{}', 'JSON object of keyword arguments for engine_plugin.',
+              read_only=True),
     ParamSpec('input_transport', 'raw', "'raw' subscribes Image on <image>; 'compressed' "
               'subscribes CompressedImage on <image>/compressed (JPEG/PNG).',
               choices=('raw', 'compressed')),
@@ -79,6 +89,9 @@ COMMON_PARAMS = (
               float_range=(0.05, 60.0)),
     ParamSpec('bad_input_log_period', 5.0, 'Seconds between log lines per bad-input kind.',
               float_range=(0.0, 3600.0), runtime=True),
+    ParamSpec('drop_warn_ratio', 0.5, 'Diagnostics go WARN when more than this fraction of the '
+              'frames handed to the worker were dropped (replaced unprocessed) over the last '
+              f'{DROP_WINDOW_S:g} s.', float_range=(0.0, 1.0), runtime=True),
     ParamSpec('autostart', True, 'Configure and activate at startup (without launch tooling).',
               read_only=True),
 )
@@ -88,6 +101,18 @@ def with_defaults(specs, defaults: dict) -> list[ParamSpec]:
     """`specs` with the defaults a subclass overrides (e.g. the pair node's default model)."""
     return [dataclasses.replace(s, default=defaults[s.name]) if s.name in defaults else s
             for s in specs]
+
+
+def _accepts(fn, name: str) -> bool:
+    """Whether callable `fn` takes a keyword argument `name` (False if it cannot be inspected)."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class WorkerStuckError(RuntimeError):
+    """The worker thread is still inside prepare/infer: the engine must not be released."""
 
 
 class PerceptionLifecycleNode(LifecycleNode):
@@ -103,6 +128,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         self._subs: list = []
         self._pubs: list = []
         self._diag_timer = None
+        self.cancel = CancelToken()          # cancelled once, when the process shuts down
+        self.worker_join_s = WORKER_STOP_S   # bounded wait for an in-flight inference
         super().__init__(node_name, **kwargs)
         self.params = ParamTable(self)
         for spec in with_defaults(COMMON_PARAMS, self.COMMON_DEFAULTS) + self.node_param_specs():
@@ -152,7 +179,10 @@ class PerceptionLifecycleNode(LifecycleNode):
 
     # ---- engine ---------------------------------------------------------------------------
     def build_engine(self) -> Engine:
-        """Engine from `engine_plugin` (tests/integration) or engines.factory.build_engine."""
+        """Engine from `engine_plugin` (tests/integration) or engines.factory.build_engine.
+
+        Both get the node's cancellation token (a plugin when it has a `cancel` parameter).
+        """
         plugin = self.p['engine_plugin']
         if plugin:
             module, _, attr = plugin.partition(':')
@@ -160,11 +190,24 @@ class PerceptionLifecycleNode(LifecycleNode):
                 raise ValueError(f"engine_plugin={plugin!r} must be 'module:callable'")
             kwargs = json.loads(self.p['engine_plugin_args'] or '{}')
             self.get_logger().warning(f'engine from plugin {plugin} (test/integration path)')
-            return getattr(importlib.import_module(module), attr)(**kwargs)
+            factory = getattr(importlib.import_module(module), attr)
+            if _accepts(factory, 'cancel'):
+                kwargs['cancel'] = self.cancel
+            return factory(**kwargs)
         from tt_depth_ros.engines.factory import build_engine  # heavy (torch): only when used
         return build_engine(self.p['model'], weights=self.p['weights_path'] or None,
                             backend=self.p['backend'], device_id=self.p['device_id'],
-                            revision=self.p['revision'] or None, logger=self.get_logger())
+                            revision=self.p['revision'] or None, logger=self.get_logger(),
+                            cancel=self.cancel)
+
+    def abort_configure(self) -> None:
+        """Process shutdown: a configure in progress stops at its next checkpoint (any thread)."""
+        self.cancel.cancel()
+
+    @property
+    def worker_stuck(self) -> bool:
+        """Whether a worker thread that could not be stopped is still running."""
+        return self.worker is not None and self.worker.running
 
     def ensure_prepared(self, shape: tuple[int, int]) -> None:
         """Prepare the engine for a network shape once (logged: compile/trace can take seconds)."""
@@ -181,6 +224,7 @@ class PerceptionLifecycleNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Validate parameters, build + prepare the engine, create publishers and diagnostics."""
         try:
+            self.cancel.check('before configure')
             errors = self.params.read() + self.validate()
             if errors:
                 for e in errors:
@@ -195,15 +239,21 @@ class PerceptionLifecycleNode(LifecycleNode):
                                    f'(backend {self.p["backend"]}) ...')
             t0 = time.monotonic()
             self.engine = self.build_engine()
+            self.cancel.check('after building the engine')
             self.get_logger().info(f'engine built in {time.monotonic() - t0:.2f} s: '
                                    f'{self.engine.info}')
             for shape in self.expected_shapes():
                 self.ensure_prepared(shape)
+                self.cancel.check('while preparing the engine')
             self.create_outputs()
             self._diag_timer = self.create_timer(self.p['diagnostics_period'],
                                                  self.publish_diagnostics)
             self.state_label = 'inactive'
             return SUCCESS
+        except BuildCancelled as exc:
+            self.get_logger().info(f'configure {exc} (shutting down); released what it acquired')
+            self._release_all()
+            return FAILURE
         except Exception as exc:  # noqa: BLE001 - a failed configure must leave us unconfigured
             self.get_logger().error(f'configure failed: {exc}\n{traceback.format_exc()}')
             self.stats.on_error(f'configure: {exc}')
@@ -249,11 +299,15 @@ class PerceptionLifecycleNode(LifecycleNode):
             return ERROR
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Release everything from any state."""
+        """Release everything from any state (a stuck worker keeps its engine; logged)."""
         try:
             self._release_all()
             self.state_label = 'finalized'
             return SUCCESS
+        except WorkerStuckError as exc:
+            self.get_logger().error(f'shutdown: {exc}')
+            self.state_label = 'finalized'
+            return FAILURE
         except Exception as exc:  # noqa: BLE001
             self.get_logger().error(f'shutdown failed: {exc}\n{traceback.format_exc()}')
             return ERROR
@@ -275,8 +329,11 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.destroy_subscription(sub)
         self._subs.clear()
         if self.worker is not None:
-            if not self.worker.stop():
-                self.get_logger().error('worker thread did not stop within its timeout')
+            if not self.worker.stop(self.worker_join_s):
+                raise WorkerStuckError(
+                    f'the worker is still inside prepare/infer {self.worker_join_s:.1f} s after '
+                    'being asked to stop; the engine is NOT released (closing it under a running '
+                    'inference is unsafe); retry the transition, or restart the process')
             self.worker = None
         if self.mailbox.clear():
             self.stats.on_drop()
@@ -412,6 +469,16 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.reject('stamp_backwards', f'{key}: stamp went back by {back:.3f} s (bag loop or '
                         'clock jump); frame skipped, continuing from the new time')
             return False
+        if isinstance(msg, CompressedImage):
+            try:
+                w, h = compressed_image_size(msg.data)
+            except ImageDecodeError as exc:
+                self.reject('decode', f'{key}: {exc}')
+                return False
+            if w * h > self.p['max_image_pixels']:
+                self.reject('size', f'{key}: compressed image declares {w}x{h}, above '
+                            f'max_image_pixels={self.p["max_image_pixels"]}; not decoded')
+                return False
         if isinstance(msg, Image):
             if msg.encoding not in ENCODINGS:
                 self.reject('encoding', f'{key}: unsupported encoding {msg.encoding!r}')
@@ -439,7 +506,9 @@ class PerceptionLifecycleNode(LifecycleNode):
 
     def offer(self, item) -> None:
         """Hand a frame to the worker; replacing an unprocessed one counts as a drop."""
-        if self.mailbox.put(item):
+        dropped = self.mailbox.put(item)
+        self.stats.on_offer(dropped)
+        if dropped:
             self.stats.on_drop()
 
     # ---- reporting ------------------------------------------------------------------------
@@ -475,5 +544,6 @@ class PerceptionLifecycleNode(LifecycleNode):
         extra.update(self.rectification.diagnostics(self.p['rectify']))
         extra.update(self.diagnostics_extra())
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
-                                      self.state_label, extra)
+                                      self.state_label, extra,
+                                      drop_warn_ratio=self.p['drop_warn_ratio'])
         self._diag_pub.publish(diagnostic_array(self.get_clock().now().to_msg(), [status]))

@@ -3,7 +3,8 @@
 The executor thread only validates messages and puts them in the mailbox; this thread runs the
 engine and publishes. An exception in `process` is reported through `on_error` and the loop goes
 on with the next frame — one bad frame never stops the node. `stop()` closes the mailbox and joins
-the thread (bounded wait); the owner then clears the mailbox (and counts that drop).
+the thread (bounded wait; a thread still inside the engine is reported, never abandoned silently);
+the owner then clears the mailbox (and counts that drop).
 """
 from __future__ import annotations
 
@@ -57,17 +58,22 @@ class FrameWorker:
             finally:
                 self.busy = False
 
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Stop and join; returns False if the thread is still alive after `timeout` seconds."""
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop and join; False if the thread is still alive after `timeout` seconds.
+
+        A thread that did not stop (inside a long prepare/infer) is kept: `running` stays true,
+        the owner must not release the engine, and a later `stop` waits for it again.
+        """
         self._stop.set()
         self._mailbox.close()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(timeout)
-            alive = thread.is_alive()
-        else:
-            alive = False
-        return not alive
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        self._thread = None
+        return True
 
     @property
     def running(self) -> bool:

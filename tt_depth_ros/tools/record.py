@@ -9,6 +9,7 @@ Usage: `python -m tt_depth_ros.tools.record OUT --topic /camera/depth --count 30
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 from pathlib import Path
@@ -123,10 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--duration', type=float, help='stop after this many seconds')
     ap.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
     ap.add_argument('--best-effort', action='store_true', help='subscribe best effort')
+    ap.add_argument('--loopback', action='store_true',
+                    help='confine ROS 2 to this host (LOCALHOST discovery, the loopback Fast DDS '
+                         'profile, rmw_fastrtps_cpp; keeps an exported ROS_DOMAIN_ID, else picks '
+                         'one for this run); default: the ROS environment as given')
     a = ap.parse_args(argv)
 
-    from tt_depth_ros.ros.loopback import apply_loopback_env
-    apply_loopback_env()
+    if a.loopback:   # only on request: by default the user's ROS environment is used as is
+        from tt_depth_ros.ros.loopback import apply_loopback_env
+        apply_loopback_env()
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
@@ -141,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         rec.start()
-        print(f'recording {", ".join(rec.topics)} into {a.out}', flush=True)
+        print(f'recording {", ".join(rec.topics)} into {a.out} (ROS_DOMAIN_ID='
+              f'{os.environ.get("ROS_DOMAIN_ID", "unset (0)")})', flush=True)
         while True:
             if a.count and all(c >= a.count for c in rec.counts.values()):
                 break

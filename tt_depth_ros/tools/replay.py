@@ -295,10 +295,15 @@ def main(argv: list[str] | None = None) -> int:
                     help='--wait-subscribers applies to every published topic (and /clock)')
     ap.add_argument('--record', type=Path, help='record --record-topic topics into this new bag')
     ap.add_argument('--record-topic', nargs='+', default=[], metavar='TOPIC[:TYPE]')
+    ap.add_argument('--loopback', action='store_true',
+                    help='confine ROS 2 to this host (LOCALHOST discovery, the loopback Fast DDS '
+                         'profile, rmw_fastrtps_cpp; keeps an exported ROS_DOMAIN_ID, else picks '
+                         'one for this run); default: the ROS environment as given')
     a = ap.parse_args(argv)
 
-    from tt_depth_ros.ros.loopback import apply_loopback_env
-    apply_loopback_env()
+    if a.loopback:   # only on request: by default the user's ROS environment is used as is
+        from tt_depth_ros.ros.loopback import apply_loopback_env
+        apply_loopback_env()
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
@@ -332,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f'warning: fewer than {a.wait_subscribers} subscribers after 10 s; playing')
         mode = 'rate' if a.rate_hz else 'consumer' if waiter else 'recorded'
         print(f'replaying {a.bag} ({len(player.frames)} frames, frame topic '
-              f'{player.frame_topic}, mode {mode}, ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]})',
+              f'{player.frame_topic}, mode {mode}, '
+              f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "unset (0)")})',
               flush=True)
         stats = player.play(mode, rate_hz=a.rate_hz, speed=a.speed or 1.0, loops=a.loops,
                             max_frames=a.max_frames, consumer=waiter, progress=print)

@@ -5,7 +5,8 @@ Selected in the node exclusively through the documented test/integration paramet
 network - decoding, intrinsics, resizing, metric scale, clouds, messages - is the real code path.
 raw(v, u) = base + gx * u + gy * v on the network grid; rows < sky_rows get sky score 1.0.
 `delay_s` sleeps per infer (sets the engine rate for overload tests); `fail_prepare` makes the first
-n prepare() calls in this process raise (lifecycle error/recovery tests).
+n prepare() calls in this process raise (lifecycle error/recovery tests). Closing it while an infer
+is running prints 'known-depth: CLOSED DURING INFER' (what a node must never do).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class KnownDepthEngine(Engine):
         self.fail_prepare = int(fail_prepare)
         self.prepared: list = []
         self.closed = False
+        self.inferring = False
         self._timings = {}
 
     def prepare(self, shape):
@@ -43,7 +45,9 @@ class KnownDepthEngine(Engine):
         h, w = check_views(images, 1)
         t0 = time.perf_counter()
         if self.delay_s:
+            self.inferring = True
             time.sleep(self.delay_s)
+            self.inferring = False
         v, u = np.mgrid[0:h, 0:w].astype(np.float32)
         depth = np.float32(self.base) + np.float32(self.gx) * u + np.float32(self.gy) * v
         sky = np.zeros((h, w), np.float32)
@@ -52,6 +56,8 @@ class KnownDepthEngine(Engine):
         return {'depth': depth.astype(np.float32), 'sky': sky}
 
     def close(self):
+        if self.inferring:
+            print('known-depth: CLOSED DURING INFER', flush=True)
         self.closed = True
 
     @property
