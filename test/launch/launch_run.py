@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
 from rcl_interfaces.srv import GetParameters
 from rclpy.parameter import parameter_value_to_python
 
@@ -48,11 +47,6 @@ class LaunchRun:
         self._log.close()
 
 
-#: Until the node runtime handles signal bursts (issue 11, item 4: a second SIGINT during the
-#: node's interpreter teardown ends it with -2), that exact outcome is an expected failure.
-KNOWN_SIGINT_TEARDOWN_BUG = 'exit code -2'
-
-
 def assert_clean_ctrl_c(run: LaunchRun, nodes: int) -> None:
     """Ctrl-C ends launch with 0 and every node process 'finished cleanly' (no exit code -2)."""
     rc = run.ctrl_c()
@@ -60,9 +54,6 @@ def assert_clean_ctrl_c(run: LaunchRun, nodes: int) -> None:
     assert rc is not None, f'ros2 launch still running 30 s after Ctrl-C:\n{log}'
     assert rc == 0, f'ros2 launch exit code {rc} after Ctrl-C:\n{log}'
     died = re.findall(r'process has died \[pid \d+, exit code (-?\d+)', log)
-    if died and set(died) == {'-2'}:
-        pytest.xfail(f'{len(died)} node(s) ended with {KNOWN_SIGINT_TEARDOWN_BUG} after Ctrl-C: '
-                     'the node runtime must survive a second SIGINT (issue 11, item 4)')
     assert not died, f'node(s) died with exit codes {died} after Ctrl-C:\n{log}'
     assert len(re.findall(r'process has finished cleanly', log)) == nodes, log
 
