@@ -40,7 +40,9 @@ def test_fast_and_reference_paths_match_golden(size):
     for fast in (True, False):
         eng = build_torch_engine('da3metric-tiny', state_dict=tiny_state_dict(), fast=fast)
         out = eng.infer(img)
-        assert eng.info.details['fast'] is fast
+        assert eng.info.details['fast'] is fast and eng.model.fused is fast
+        # the fused switch keeps the checkpoint layout
+        assert set(eng.model.state_dict()) == {k[len('model.'):] for k in tiny_state_dict()}
         assert_close_golden(out['depth'], g['depth'][0], 'depth')
         assert_close_golden(out['sky'], g['sky'][0], 'sky', scale_ref=g['sky_logit'])
         eng.close()
@@ -75,8 +77,11 @@ def test_bfloat16_casts_backbone_only():
     eng = build_engine('da3metric-tiny', backend='torch-cpu', dtype='bfloat16',
                        state_dict=tiny_state_dict())
     m = eng.model
-    assert m.blocks[0].qkv_wt.dtype == m.pos_embed.dtype == torch.bfloat16
-    assert m.output_conv1.weight.dtype == m.out_conv_a.weight.dtype == torch.float32
+    vit = m.backbone.pretrained
+    assert m.fused and vit.blocks[0].fused
+    assert vit.blocks[0].attn.qkv.weight.dtype == vit.pos_embed.dtype == torch.bfloat16
+    assert vit.blocks[0]._proj_wf.dtype == torch.bfloat16
+    assert m.head.scratch.output_conv1.weight.dtype == m.head._oa_w.dtype == torch.float32
     assert eng.info.dtype == 'bfloat16'
     out = eng.infer(load_png_rgb('tiny_280x504.png'))
     ref = golden('tiny_280x504.npz')['depth'][0]

@@ -3,8 +3,9 @@
 Outputs of `infer(image)` (uint8 (H, W, 3) at network resolution): 'depth' (H, W) float32 raw depth
 (exp of the logit; NOT metres - see geometry/metric_depth.py) and 'sky' (H, W) float32 relu sky.
 With a reduced-precision dtype only the backbone is cast; the DPT head stays fp32, as upstream runs
-it (spec/da3.md §8). By default the network runs through `models/da3/fast.py` (the same
-mathematics with LayerScale/residual folds and a channels_last head).
+it (spec/da3.md §8). By default the network runs with its inference fusion switch on
+(`DA3Model.set_fused`: the same mathematics with LayerScale/residual folds and a channels_last
+head).
 """
 from __future__ import annotations
 
@@ -17,21 +18,13 @@ from tt_depth_ros.engines.torch_engine import TorchEngine, parse_dtype
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights
 from tt_depth_ros.models.da3.checkpoint import load_state_dict
 from tt_depth_ros.models.da3.config import CONFIGS, DA3Config
-from tt_depth_ros.models.da3.fast import FastDA3
 from tt_depth_ros.models.da3.model import DA3Model
 
 MODELS = tuple(CONFIGS)
 
 
 def _run(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch.Tensor]:
-    if isinstance(model, FastDA3):
-        out = model(views[0])
-        return {'depth': out['depth'][0], 'sky': out['sky'][0]}
-    x = views[0]
-    h, w = x.shape[-2:]
-    bdtype = model.backbone.pretrained.pos_embed.dtype
-    feats = model.backbone(x.to(bdtype))
-    out = model.head([f.to(torch.float32) for f in feats], h, w, patch_size=model.cfg.patch_size)
+    out = model(views[0])
     return {'depth': out['depth'][0], 'sky': out['sky'][0]}
 
 
@@ -65,17 +58,14 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
                        fast: bool = True) -> TorchEngine:
     """DA3 on torch (see module docstring for outputs); args as `factory.build_engine`.
 
-    `fast` runs `models/da3/fast.py` (exact algebraic folds, channels_last head); False runs the
-    reference DA3Model forward.
+    `fast` switches the model's inference fusion on (exact algebraic folds, channels_last head);
+    False runs the plain forward.
     """
     tdtype = parse_dtype(dtype, device)
     net = build_model(model, weights=weights, revision=revision, config=config,
                       state_dict=state_dict)
     cfg = net.cfg
-    if fast:
-        net = FastDA3(net).cast_backbone(tdtype)
-    else:
-        net.backbone.to(tdtype)  # head stays fp32 (upstream runs the DPT head in fp32)
+    net.set_fused(fast).cast_backbone(tdtype)  # head stays fp32 (as upstream runs it)
     name = str(tdtype).replace('torch.', '')
     return TorchEngine(net, _run, model_name=cfg.name, num_views=1, device=device,
                        dtype=name, patch_size=cfg.patch_size, cuda_graphs=cuda_graphs,
