@@ -129,6 +129,7 @@ class DinoViT(nn.Module):
                 ref = select_reference_view(tokens[:, 0])
                 order = [ref] + [j for j in range(s) if j != ref]
                 tokens = tokens[order]
+                taps = [t[order] for t in taps]   # earlier taps join the new order
             if cfg.anyview and i == cfg.alt_start:
                 cam_tok = torch.cat([self.camera_token[:, :1],
                                      self.camera_token[:, 1:].expand(-1, s - 1, -1)], dim=1)

@@ -100,12 +100,13 @@ def map_state_dict(state: Mapping[str, object], anyview: bool = False) -> dict[s
     return out
 
 
-def load_state_dict(model: nn.Module, state: Mapping[str, object]) -> None:
-    """Map and load a checkpoint strictly into `model`, casting to the model's dtypes.
+def fit_state_dict(model: nn.Module, state: Mapping[str, object]) -> dict[str, torch.Tensor]:
+    """Map a checkpoint and check it strictly against `model` without loading it.
 
-    Args:
-        model: A DA3Model (any config).
-        state: Checkpoint tensors keyed by upstream names.
+    Works on a model built on the meta device (key/shape checks of full-size layouts, no memory).
+
+    Returns:
+        The mapped dict, keyed exactly like `model.state_dict()` (tied aliases filled).
 
     Raises:
         CheckpointError: Listing missing keys, unexpected keys and shape mismatches.
@@ -135,4 +136,43 @@ def load_state_dict(model: nn.Module, state: Mapping[str, object]) -> None:
     bad = [k for k, t in mapped.items() if not t.is_floating_point()]
     if bad:
         raise CheckpointError(f'non-float tensors in checkpoint: {_listing(bad)}')
-    model.load_state_dict(mapped, strict=True)  # copy_ casts to each parameter's dtype
+    return mapped
+
+
+def load_state_dict(model: nn.Module, state: Mapping[str, object]) -> None:
+    """Map and load a checkpoint strictly into `model`, casting to the model's dtypes.
+
+    Args:
+        model: A DA3Model (any config).
+        state: Checkpoint tensors keyed by upstream names.
+
+    Raises:
+        CheckpointError: Listing missing keys, unexpected keys and shape mismatches.
+    """
+    model.load_state_dict(fit_state_dict(model, state), strict=True)  # copy_ casts dtypes
+
+
+NESTED_BRANCHES = {'da3': 'model.da3.', 'da3_metric': 'model.da3_metric.'}
+"""NESTED checkpoint: branch attribute -> key prefix (any-view giant, metric large)."""
+
+
+def split_nested(state: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    """Split a NESTED checkpoint into {'da3': ..., 'da3_metric': ...} with plain `model.` keys.
+
+    Raises:
+        CheckpointError: Keys outside both branches (e.g. a plain DA3 checkpoint).
+    """
+    parts: dict[str, dict[str, object]] = {b: {} for b in NESTED_BRANCHES}
+    other = []
+    for key, value in state.items():
+        # longest prefix first: 'model.da3_metric.' also starts with 'model.da3'
+        for branch, prefix in sorted(NESTED_BRANCHES.items(), key=lambda kv: -len(kv[1])):
+            if key.startswith(prefix):
+                parts[branch]['model.' + key[len(prefix):]] = value
+                break
+        else:
+            other.append(key)
+    if other:
+        raise CheckpointError('not a DA3NESTED checkpoint: keys outside model.da3.* / '
+                              f'model.da3_metric.*: {_listing(other)}')
+    return parts
