@@ -135,3 +135,32 @@ def test_auto_selection_is_logged(caplog):
     assert f'backend auto -> {expected}' in caplog.text
     assert 'ttnn' in caplog.text   # the skipped backend and its reason are logged
     assert select_backend('torch-cpu', logger=log) == 'torch-cpu'
+
+
+# ---------------------------------------------------------------------------------------------
+# any-view family through build_engine (tiny any-view config, golden any-view fixtures)
+# ---------------------------------------------------------------------------------------------
+def test_anyview_engine_matches_golden_from_uint8():
+    from support.da3_fixtures import (
+        anyview_golden,
+        anyview_png,
+        anyview_state_dict,
+        assert_anyview_close,
+    )
+    g = anyview_golden('tiny_1v_378x504.npz')
+    eng = build_engine('da3-anyview-tiny', backend='auto', state_dict=anyview_state_dict())
+    out = eng.infer(anyview_png('scene0_378x504_view0.png'))
+    assert set(out) == {'depth', 'conf', 'intrinsics', 'extrinsics'}
+    assert eng.info.details['kind'] == 'anyview' and eng.info.details['is_metric'] is False
+    assert eng.info.backend in ('torch-cpu', 'torch-cuda')
+    assert_anyview_close(out['depth'][None], g['depth'], 'depth')
+    assert_anyview_close(out['conf'][None], g['depth_conf'], 'depth_conf')
+    assert_anyview_close(out['intrinsics'][None], g['intrinsics'], 'intrinsics')
+    assert_anyview_close(out['extrinsics'][None], g['extrinsics'], 'extrinsics')
+    eng.close()
+
+
+def test_anyview_models_are_torch_only():
+    from support.da3_fixtures import anyview_state_dict
+    with pytest.raises(BackendUnavailableError, match='no ttnn implementation'):
+        build_engine('da3-anyview-tiny', backend='ttnn', state_dict=anyview_state_dict())

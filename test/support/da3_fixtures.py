@@ -152,3 +152,33 @@ def assert_anyview_close(ours: np.ndarray, ref: np.ndarray, kind: str) -> None:
     rtol, k, floor = ANYVIEW_TOL[kind]
     atol = k * max(floor, float(np.max(np.abs(ref))))
     np.testing.assert_allclose(ours, ref, rtol=rtol, atol=atol, err_msg=kind)
+
+
+def fill_rule_inplace(model, key_shapes: dict[str, tuple[int, ...]], x1: bool = True,
+                      branch_prefixes: dict[str, str] | None = None) -> int:
+    """Write rule-v1 (+ X1) values key by key into `model` (peak memory: the model + 1 tensor).
+
+    For full-size models too large to hold twice (GIANT, NESTED). Key mapping as in
+    `models/da3/checkpoint.py`; `branch_prefixes` maps checkpoint prefixes to module prefixes
+    (NESTED: {'model.da3.': 'da3.', 'model.da3_metric.': 'da3_metric.'}). Strictness is checked
+    separately (`fit_state_dict` on the key list). Returns the number of tensors written.
+    """
+    import torch
+
+    from support.weight_rule import rule_v1_tensor
+    from tt_depth_ros.models.da3.checkpoint import map_state_dict
+
+    prefixes = branch_prefixes or {'model.': ''}
+    params = dict(model.named_parameters())
+    written = 0
+    with torch.no_grad():
+        for key, shape in key_shapes.items():
+            src = next(p for p in sorted(prefixes, key=len, reverse=True) if key.startswith(p))
+            sub = model.get_submodule(prefixes[src].rstrip('.')) if prefixes[src] else model
+            value = rule_v1_tensor(key, shape, x1=x1)
+            mapped = map_state_dict({'model.' + key[len(src):]: value},
+                                    anyview=sub.cfg.anyview)
+            for name, t in mapped.items():
+                params[prefixes[src] + name].copy_(t)
+                written += 1
+    return written
