@@ -27,7 +27,7 @@ from tt_depth_ros.engines import da3_family_weights as family
 from tt_depth_ros.engines.torch_engine import TorchEngine, parse_dtype
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights
 from tt_depth_ros.models.da3.checkpoint import load_state_dict
-from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS, CONFIGS, DA3Config
+from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS, CONFIGS
 from tt_depth_ros.models.da3.model import DA3Model
 from tt_depth_ros.models.da3.nested import NestedDA3, load_nested_state_dict
 
@@ -69,8 +69,7 @@ def _run_anyview(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch
 
 
 def build_model(model: str, *, weights: Optional[str] = None, revision: Optional[str] = None,
-                config: Optional[DA3Config] = None,
-                state_dict: Optional[Mapping[str, Any]] = None,
+                config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
                 accept_license: Optional[bool] = None) -> Net:
     """Build a DA3 network in fp32 on CPU with weights from `state_dict` or a resolved file.
 
@@ -78,7 +77,7 @@ def build_model(model: str, *, weights: Optional[str] = None, revision: Optional
         model: A name of MODELS.
         weights: Explicit weights file (else HF cache / download, engines/weights.py).
         revision: Hub revision for resolution.
-        config: Override the registry config (tests; not for NESTED).
+        config: Override the registry config (tests; NESTED: an (any-view, metric) pair).
         state_dict: Checkpoint tensors keyed by upstream names; skips file resolution.
         accept_license: Opt-in for CC-BY-NC-4.0 models (None: TT_DEPTH_ACCEPT_NC_LICENSE).
 
@@ -90,7 +89,7 @@ def build_model(model: str, *, weights: Optional[str] = None, revision: Optional
     if state_dict is None:
         state_dict = read_state_dict(resolve_weights(model, weights, revision))
     if kind == 'nested':
-        net: Net = NestedDA3()
+        net: Net = NestedDA3(*config) if config is not None else NestedDA3()
         load_nested_state_dict(net, state_dict)
         return net.eval()
     cfg = config if config is not None else (CONFIGS.get(model) or ANYVIEW_CONFIGS[model])
@@ -101,7 +100,7 @@ def build_model(model: str, *, weights: Optional[str] = None, revision: Optional
 
 def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
                        weights: Optional[str] = None, revision: Optional[str] = None,
-                       config: Optional[DA3Config] = None,
+                       config: Any = None,
                        state_dict: Optional[Mapping[str, Any]] = None,
                        cuda_graphs: Optional[bool] = None, logger: Optional[Any] = None,
                        fast: bool = True, accept_license: Optional[bool] = None) -> TorchEngine:
