@@ -189,3 +189,60 @@ def test_fixed_size(predictor):
     assert r.depth.shape == (518, 518)
     np.testing.assert_allclose([r.K_network[0, 0], r.K_network[1, 1]],
                                [700 * 518 / 1242, 700 * 518 / 375])
+
+
+# ---------------------------------------------------------------------------------------------
+# the rest of the family on one image: any-view (relative + conf + intrinsics) and NESTED (metres)
+# ---------------------------------------------------------------------------------------------
+def test_anyview_model_gives_relative_depth_conf_and_intrinsics(tmp_path):
+    from support.da3_fixtures import anyview_golden, anyview_png, anyview_state_dict
+
+    g = anyview_golden('tiny_1v_280x504.npz')
+    img = anyview_png('scene0_280x504_view0.png')
+    big = cv2.resize(img, (1008, 560), interpolation=cv2.INTER_CUBIC)
+    with DepthPredictor.from_pretrained('da3-anyview-tiny', backend='torch-cpu',
+                                        state_dict=anyview_state_dict()) as p:
+        r = p(img)
+        rb = p(big)
+    assert not r.is_metric and r.depth_units == 'relative' and not r.intrinsics_assumed
+    np.testing.assert_allclose(r.depth, g['depth'][0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(r.conf, g['depth_conf'][0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(r.K_estimated, g['intrinsics'][0], rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(r.K, r.K_estimated)           # no K given: the estimate
+    assert not r.sky.any()
+    # camera output at 2x: K scaled to the camera grid, maps resampled to it
+    assert rb.depth.shape == rb.conf.shape == (560, 1008)
+    kb, kn = rb.K_estimated, rb.K_network
+    np.testing.assert_allclose([kb[0, 0] / kn[0, 0], kb[0, 2] / kn[0, 2], kb[1, 1] / kn[1, 1],
+                                kb[1, 2] / kn[1, 2]], 2.0, rtol=1e-9)
+    with pytest.raises(ValueError, match='relative'):
+        r.save_png16_mm(tmp_path / 'x.png')
+    r.save_npz(tmp_path / 'r.npz')
+    with np.load(tmp_path / 'r.npz') as z:
+        assert str(z['depth_units']) == 'relative' and z['conf'].shape == r.depth.shape
+
+
+def test_nested_model_gives_metres_without_calibration(monkeypatch):
+    """NESTED with tiny branches stands in for the full model (licence opt-in needed)."""
+    from support.da3_fixtures import anyview_png, anyview_state_dict
+    from tt_depth_ros.engines.da3_family_weights import ACCEPT_ENV, LicenseNotAcceptedError
+    from tt_depth_ros.engines.factory import build_engine
+    from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
+
+    sd = {'model.da3.' + k[6:]: v for k, v in anyview_state_dict().items()}
+    sd.update({'model.da3_metric.' + k[6:]: v for k, v in tiny_state_dict().items()})
+    monkeypatch.delenv(ACCEPT_ENV, raising=False)
+    kw = dict(backend='torch-cpu', state_dict=sd, config=(ANYVIEW_TINY, TINY))
+    with pytest.raises(LicenseNotAcceptedError, match='CC-BY-NC-4.0'):
+        build_engine('da3nested-giant-large-1.1', **kw)
+    eng = build_engine('da3nested-giant-large-1.1', accept_license=True, **kw)
+    assert eng.info.details == {**eng.info.details, 'kind': 'nested', 'is_metric': True}
+    img = anyview_png('scene0_280x504_view0.png')
+    raw = eng.infer(img)
+    p = DepthPredictor(eng, kind='nested', output='network', sky_mode='keep')
+    r = p(img, fx=300.0, fy=300.0)          # given K: reported, does not change the metres
+    assert r.is_metric and r.depth_units == 'm'
+    np.testing.assert_array_equal(r.depth, raw['depth'])
+    assert float(raw['scale_factor']) > 0 and r.K[0, 0] == 300.0
+    assert r.K_estimated is not None and r.K_estimated[0, 0] != 300.0
+    p.close()

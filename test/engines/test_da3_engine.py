@@ -40,7 +40,9 @@ def test_fast_and_reference_paths_match_golden(size):
     for fast in (True, False):
         eng = build_torch_engine('da3metric-tiny', state_dict=tiny_state_dict(), fast=fast)
         out = eng.infer(img)
-        assert eng.info.details['fast'] is fast
+        assert eng.info.details['fast'] is fast and eng.model.fused is fast
+        # the fused switch keeps the checkpoint layout
+        assert set(eng.model.state_dict()) == {k[len('model.'):] for k in tiny_state_dict()}
         assert_close_golden(out['depth'], g['depth'][0], 'depth')
         assert_close_golden(out['sky'], g['sky'][0], 'sky', scale_ref=g['sky_logit'])
         eng.close()
@@ -75,8 +77,11 @@ def test_bfloat16_casts_backbone_only():
     eng = build_engine('da3metric-tiny', backend='torch-cpu', dtype='bfloat16',
                        state_dict=tiny_state_dict())
     m = eng.model
-    assert m.blocks[0].qkv_wt.dtype == m.pos_embed.dtype == torch.bfloat16
-    assert m.output_conv1.weight.dtype == m.out_conv_a.weight.dtype == torch.float32
+    vit = m.backbone.pretrained
+    assert m.fused and vit.blocks[0].fused
+    assert vit.blocks[0].attn.qkv.weight.dtype == vit.pos_embed.dtype == torch.bfloat16
+    assert vit.blocks[0]._proj_wf.dtype == torch.bfloat16
+    assert m.head.scratch.output_conv1.weight.dtype == m.head._oa_w.dtype == torch.float32
     assert eng.info.dtype == 'bfloat16'
     out = eng.infer(load_png_rgb('tiny_280x504.png'))
     ref = golden('tiny_280x504.npz')['depth'][0]
@@ -130,3 +135,53 @@ def test_auto_selection_is_logged(caplog):
     assert f'backend auto -> {expected}' in caplog.text
     assert 'ttnn' in caplog.text   # the skipped backend and its reason are logged
     assert select_backend('torch-cpu', logger=log) == 'torch-cpu'
+
+
+# ---------------------------------------------------------------------------------------------
+# any-view family through build_engine (tiny any-view config, golden any-view fixtures)
+# ---------------------------------------------------------------------------------------------
+def test_anyview_engine_matches_golden_from_uint8():
+    from support.da3_fixtures import (
+        anyview_golden,
+        anyview_png,
+        anyview_state_dict,
+        assert_anyview_close,
+    )
+    g = anyview_golden('tiny_1v_378x504.npz')
+    eng = build_engine('da3-anyview-tiny', backend='auto', state_dict=anyview_state_dict())
+    out = eng.infer(anyview_png('scene0_378x504_view0.png'))
+    assert set(out) == {'depth', 'conf', 'intrinsics', 'extrinsics'}
+    assert eng.info.details['kind'] == 'anyview' and eng.info.details['is_metric'] is False
+    assert eng.info.backend in ('torch-cpu', 'torch-cuda')
+    assert_anyview_close(out['depth'][None], g['depth'], 'depth')
+    assert_anyview_close(out['conf'][None], g['depth_conf'], 'depth_conf')
+    assert_anyview_close(out['intrinsics'][None], g['intrinsics'], 'intrinsics')
+    assert_anyview_close(out['extrinsics'][None], g['extrinsics'], 'extrinsics')
+    eng.close()
+
+
+def test_anyview_models_are_torch_only():
+    from support.da3_fixtures import anyview_state_dict
+    with pytest.raises(BackendUnavailableError, match='no ttnn implementation'):
+        build_engine('da3-anyview-tiny', backend='ttnn', state_dict=anyview_state_dict())
+
+
+def test_anyview_bfloat16_backbone_on_cpu():
+    from support.da3_fixtures import anyview_golden, anyview_png, anyview_state_dict
+    eng = build_engine('da3-anyview-tiny', backend='torch-cpu', dtype='bfloat16',
+                       state_dict=anyview_state_dict())
+    vit = eng.model.backbone.pretrained
+    assert vit.camera_token.dtype == vit.blocks[3].attn.q_norm.weight.dtype == torch.bfloat16
+    assert eng.model.head.norm.weight.dtype == eng.model.cam_dec.fc_t.weight.dtype == torch.float32
+    out = eng.infer(anyview_png('scene0_280x504_view0.png'))
+    g = anyview_golden('tiny_1v_280x504.npz')
+    assert np.median(np.abs(out['depth'] - g['depth'][0]) / g['depth'][0]) < 0.05
+    np.testing.assert_allclose(out['intrinsics'], g['intrinsics'][0], rtol=0.05)
+    eng.close()
+
+
+def test_anyview_weights_are_safetensors_only(tmp_path):
+    pth = tmp_path / 'model.pth'
+    torch.save({'w': torch.zeros(1)}, pth)
+    with pytest.raises(ValueError, match='safetensors only'):
+        build_engine('da3-anyview-tiny', backend='torch-cpu', weights=str(pth))

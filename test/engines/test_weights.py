@@ -150,3 +150,55 @@ def test_cached_weights_reach_the_engine(tmp_path, tiny_file, pinned, no_downloa
     out = eng.infer(load_png_rgb('tiny_378x504.png'))
     assert out['depth'].shape == (378, 504) and np.isfinite(out['depth']).all()
     eng.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# DA3 family table (engines/da3_family_weights.py) and the non-commercial licence opt-in
+# ---------------------------------------------------------------------------------------------
+def test_family_table_is_registered_with_licences():
+    import tt_depth_ros.engines.da3  # noqa: F401  (registers the family)
+    from tt_depth_ros.engines.da3_family_weights import FAMILY
+
+    for name, m in FAMILY.items():
+        assert W.REGISTRY[name] is m.spec and m.spec.filename == 'model.safetensors'
+        assert m.spec.repo_id.startswith('depth-anything/')
+    nc = sorted(n for n, m in FAMILY.items() if m.non_commercial)
+    assert nc == ['da3-giant-1.1', 'da3-large-1.1', 'da3nested-giant-large-1.1']
+    assert FAMILY['da3-small'].license == FAMILY['da3-base'].license == 'Apache-2.0'
+
+
+def test_family_without_pin_needs_a_revision(tmp_path):
+    import tt_depth_ros.engines.da3  # noqa: F401
+
+    with pytest.raises(WeightsUnavailableError, match='revision='):
+        resolve_weights('da3-small', cache_dir=tmp_path, offline=False)
+
+
+@pytest.fixture
+def anyview_tiny_file(tmp_path):
+    from support.da3_fixtures import anyview_state_dict
+    return write_safetensors(anyview_state_dict(), tmp_path / 'model.safetensors')
+
+
+def test_non_commercial_model_needs_opt_in(anyview_tiny_file, monkeypatch):
+    """DA3-LARGE-1.1 (CC-BY-NC-4.0) from a file; the tiny config stands in for its size."""
+    from tt_depth_ros.engines.da3_family_weights import ACCEPT_ENV, LicenseNotAcceptedError
+    from tt_depth_ros.engines.factory import build_engine
+    from tt_depth_ros.models.da3.config import ANYVIEW_TINY
+
+    monkeypatch.delenv(ACCEPT_ENV, raising=False)
+    kw = dict(weights=str(anyview_tiny_file), backend='torch-cpu', config=ANYVIEW_TINY)
+    with pytest.raises(LicenseNotAcceptedError) as e:
+        build_engine('da3-large-1.1', **kw)
+    msg = str(e.value)
+    assert 'CC-BY-NC-4.0' in msg and 'non-commercial' in msg
+    assert 'accept_license=True' in msg and ACCEPT_ENV in msg and '--accept-nc-license' in msg
+    build_engine('da3-large-1.1', accept_license=True, **kw).close()
+    monkeypatch.setenv(ACCEPT_ENV, '1')
+    build_engine('da3-large-1.1', **kw).close()
+    with pytest.raises(LicenseNotAcceptedError):   # an explicit False wins over the variable
+        build_engine('da3-large-1.1', accept_license=False, **kw)
+    monkeypatch.setenv(ACCEPT_ENV, '0')
+    with pytest.raises(LicenseNotAcceptedError):
+        build_engine('da3-large-1.1', **kw)
+    build_engine('da3-small', **kw).close()         # Apache-2.0: no opt-in

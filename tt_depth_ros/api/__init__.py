@@ -1,7 +1,13 @@
-"""Python API without ROS: `DepthPredictor` (DA3 metric depth); DUSt3R pairs in `api.pair`."""
-from tt_depth_ros.api.depth import DepthPredictor, DepthResult
+"""Python API without ROS: DA3 `DepthPredictor` / `MultiViewPredictor`; DUSt3R in `api.pair`.
 
-__all__ = ['DepthPredictor', 'DepthResult', 'Dust3rPredictor', 'PairResult']
+`DepthPredictor`: one image, any DA3 model. `MultiViewPredictor`: DA3 any-view / NESTED, N images
+of one scene -> per-view depth and cameras.
+"""
+from tt_depth_ros.api.depth import DepthPredictor, DepthResult
+from tt_depth_ros.api.multiview import MultiViewPredictor, MultiViewResult
+
+__all__ = ['DepthPredictor', 'DepthResult', 'MultiViewPredictor', 'MultiViewResult',
+           'Dust3rPredictor', 'PairResult']
 
 
 def __getattr__(name: str):

@@ -24,22 +24,31 @@ FAMILIES = {
     'da3metric-large': 'tt_depth_ros.engines.da3',
     'da3mono-large': 'tt_depth_ros.engines.da3',
     'da3metric-tiny': 'tt_depth_ros.engines.da3',
+    **{m: 'tt_depth_ros.engines.da3' for m in (
+        'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1', 'da3nested-giant-large-1.1',
+        'da3-anyview-tiny')},
     'dust3r-vitl-512-dpt': 'tt_depth_ros.engines.dust3r',
     'dust3r-tiny': 'tt_depth_ros.engines.dust3r',
 }
 """Model name -> builder module."""
+TORCH_ONLY = ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1',
+              'da3nested-giant-large-1.1', 'da3-anyview-tiny')
+"""Models without a ttnn implementation: 'auto' picks a torch backend for them."""
 
 
 def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'auto',
                  device_id: int = 0, dtype: Any = None, revision: Optional[str] = None,
                  config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
                  logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None,
+                 accept_license: Optional[bool] = None,
                  cancel: Optional[CancelToken] = None) -> Engine:
     """Build an engine for `model` on the selected backend.
 
     Args:
-        model: One of FAMILIES ('da3metric-large', 'da3mono-large', 'dust3r-vitl-512-dpt', and the
-            test configs 'da3metric-tiny', 'dust3r-tiny').
+        model: One of FAMILIES ('da3metric-large', 'da3mono-large', the DA3 any-view family
+            'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1' and
+            'da3nested-giant-large-1.1' (torch only), 'dust3r-vitl-512-dpt', and the test configs
+            'da3metric-tiny', 'da3-anyview-tiny', 'dust3r-tiny').
         weights: Explicit weights file (else HF cache / pinned download).
         backend: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu' (engines/select.py).
         device_id: Accelerator index.
@@ -49,6 +58,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
         logger: Anything with `.info(str)`.
         cuda_graphs: torch-cuda only: capture CUDA graphs per shape (default True on CUDA).
+        accept_license: DA3 family: opt-in for CC-BY-NC-4.0 checkpoints (None: the
+            TT_DEPTH_ACCEPT_NC_LICENSE environment variable; engines/da3_family_weights.py).
         cancel: Checked between build steps; a cancelled build raises BuildCancelled.
 
     Returns:
@@ -63,11 +74,22 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     cancel = cancel if cancel is not None else CancelToken()
     if model not in FAMILIES:
         raise ValueError(f'unknown model {model!r}; known: {sorted(FAMILIES)}')
+    if model in TORCH_ONLY and backend == 'ttnn':
+        raise BackendUnavailableError(f'{model!r} has no ttnn implementation; use torch-cpu, '
+                                      "torch-cuda or 'auto'")
+    if model in TORCH_ONLY and backend == 'auto':
+        from tt_depth_ros.engines.select import cuda_status
+
+        cuda_ok, why = cuda_status(device_id)
+        backend = 'torch-cuda' if cuda_ok else 'torch-cpu'
+        if logger is not None:
+            logger.info(f'backend auto -> {backend} for {model} (no ttnn implementation; '
+                        f'CUDA: {why})')
     chosen = select_backend(backend, device_id=device_id, logger=logger)
     cancel.check('after backend selection')
     engine = _build(model, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
-                    cuda_graphs=cuda_graphs)
+                    cuda_graphs=cuda_graphs, accept_license=accept_license)
     if cancel.cancelled:
         engine.close()
         cancel.check('after the engine build (engine closed)')
@@ -78,7 +100,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
 
 
 def _build(model: str, chosen: str, *, weights, device_id, dtype, revision, config, state_dict,
-           logger, cuda_graphs) -> Engine:
+           logger, cuda_graphs, accept_license) -> Engine:
     """The family builder for `model` on the chosen backend (arguments as build_engine)."""
     if chosen == 'ttnn':
         try:
@@ -94,6 +116,7 @@ def _build(model: str, chosen: str, *, weights, device_id, dtype, revision, conf
         raise BackendUnavailableError(f'no torch builder for {model!r} in this build '
                                       f'({FAMILIES[model]} missing: {e})') from e
     device = f'cuda:{device_id}' if chosen == 'torch-cuda' else 'cpu'
+    extra = {'accept_license': accept_license} if FAMILIES[model].endswith('.da3') else {}
     return family.build_torch_engine(model, device=device, dtype=dtype, weights=weights,
                                      revision=revision, config=config, state_dict=state_dict,
-                                     cuda_graphs=cuda_graphs, logger=logger)
+                                     cuda_graphs=cuda_graphs, logger=logger, **extra)

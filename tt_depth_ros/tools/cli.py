@@ -14,7 +14,8 @@ import sys
 from typing import Optional, Sequence
 
 PREDICTORS = {
-    'da3': ('tt_depth_ros.tools.predict_da3', 'monocular metric depth (Depth Anything 3 metric)'),
+    'da3': ('tt_depth_ros.tools.predict_da3',
+            'Depth Anything 3 family: depth per image, or --multi-view depth + cameras'),
     'dust3r': ('tt_depth_ros.tools.predict_dust3r', 'two-view pointmaps and relative pose'),
 }
 

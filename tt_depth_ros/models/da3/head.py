@@ -1,9 +1,13 @@
-"""DA3 DPT head with depth and sky outputs (upstream `model/dpt.py`), spec/da3.md §2.2.
+"""DA3 DPT heads (upstream `model/dpt.py`, `model/dualdpt.py`).
 
-Tokens -> per-level 1x1 projection -> resize (ConvT x4, ConvT x2, identity, conv s2) -> the shared
-DPT fusion (`scratch`, 'to_skip_size' upsampling, no RCU1 in refinenet4) -> output_conv1 ->
-bilinear (align_corners=True) to the input size -> depth = exp(output_conv2), sky =
-relu(sky_output_conv2). Module names equal the checkpoint's `head.*` keys.
+`DA3Head` (metric / mono, spec/da3.md §2.2): tokens -> per-level 1x1 projection -> resize (ConvT x4,
+ConvT x2, identity, conv s2) -> the shared DPT fusion -> output_conv1 -> bilinear
+(align_corners=True) to the input size -> depth = exp(output_conv2), sky = relu(sky_output_conv2).
+
+`set_fused(True)` (inference only): the head runs channels_last (oneDNN's native CPU layout) and
+the two full-resolution branches (depth, sky) share one 3x3 conv with 2x the channels and a grouped
+1x1 conv (each output channel sees exactly the weights it had); folded weights are non-persistent
+buffers, so `state_dict()` keeps the checkpoint layout. Module names equal the `head.*` keys.
 """
 from __future__ import annotations
 
@@ -15,10 +19,28 @@ from tt_depth_ros.models.da3.config import DA3Config
 from tt_depth_ros.models.layers.dpt_fusion import DPTFusion
 
 
-def _out_conv2(cin: int, hidden: int) -> nn.Sequential:
-    # keys .0 (3x3) and .2 (1x1); index 1 is the ReLU
+def out_conv2(cin: int, hidden: int, cout: int) -> nn.Sequential:
+    """Keys .0 (3x3) and .2 (1x1); index 1 is the ReLU."""
     return nn.Sequential(nn.Conv2d(cin, hidden, 3, padding=1), nn.ReLU(),
-                         nn.Conv2d(hidden, 1, 1))
+                         nn.Conv2d(hidden, cout, 1))
+
+
+def projects_and_resizes(cin: int, oc: tuple[int, ...]) -> tuple[nn.ModuleList, nn.ModuleList]:
+    """`projects` (1x1 convs) and `resize_layers` (ConvT x4, ConvT x2, identity, conv s2)."""
+    projects = nn.ModuleList(nn.Conv2d(cin, c, 1) for c in oc)
+    resize = nn.ModuleList([
+        nn.ConvTranspose2d(oc[0], oc[0], kernel_size=4, stride=4),
+        nn.ConvTranspose2d(oc[1], oc[1], kernel_size=2, stride=2),
+        nn.Identity(),
+        nn.Conv2d(oc[3], oc[3], kernel_size=3, stride=2, padding=1),
+    ])
+    return projects, resize
+
+
+def token_map(f: torch.Tensor, h0: int, w0: int) -> torch.Tensor:
+    """(B, h0*w0, C) tokens -> (B, C, h0, w0)."""
+    b, _, c = f.shape
+    return f.transpose(1, 2).reshape(b, c, h0, w0)
 
 
 class DA3Scratch(DPTFusion):
@@ -33,8 +55,8 @@ class DA3Scratch(DPTFusion):
                          upsample='to_skip_size')
         half = cfg.output_conv1_out
         self.output_conv1 = nn.Conv2d(cfg.features, half, 3, padding=1)
-        self.output_conv2 = _out_conv2(half, cfg.head_features_2)
-        self.sky_output_conv2 = _out_conv2(half, cfg.head_features_2)
+        self.output_conv2 = out_conv2(half, cfg.head_features_2, 1)
+        self.sky_output_conv2 = out_conv2(half, cfg.head_features_2, 1)
 
 
 class DA3Head(nn.Module):
@@ -46,15 +68,27 @@ class DA3Head(nn.Module):
 
     def __init__(self, cfg: DA3Config) -> None:
         super().__init__()
-        oc = cfg.out_channels
-        self.projects = nn.ModuleList(nn.Conv2d(cfg.embed_dim, c, 1) for c in oc)
-        self.resize_layers = nn.ModuleList([
-            nn.ConvTranspose2d(oc[0], oc[0], kernel_size=4, stride=4),
-            nn.ConvTranspose2d(oc[1], oc[1], kernel_size=2, stride=2),
-            nn.Identity(),
-            nn.Conv2d(oc[3], oc[3], kernel_size=3, stride=2, padding=1),
-        ])
+        self.projects, self.resize_layers = projects_and_resizes(cfg.embed_dim, cfg.out_channels)
         self.scratch = DA3Scratch(cfg)
+        self.fused = False
+
+    @torch.no_grad()
+    def set_fused(self, on: bool) -> 'DA3Head':
+        """channels_last and the merged depth/sky output convs (inference only) on or off."""
+        for name in ('_oa_w', '_oa_b', '_ob_w', '_ob_b'):
+            self._buffers.pop(name, None)
+            self._non_persistent_buffers_set.discard(name)
+        self.fused = bool(on)
+        self.to(memory_format=torch.channels_last if on else torch.contiguous_format)
+        if on:
+            d, s = self.scratch.output_conv2, self.scratch.sky_output_conv2
+            for name, t in (('_oa_w', torch.cat([d[0].weight, s[0].weight])),
+                            ('_oa_b', torch.cat([d[0].bias, s[0].bias])),
+                            ('_ob_w', torch.cat([d[2].weight, s[2].weight])),
+                            ('_ob_b', torch.cat([d[2].bias, s[2].bias]))):
+                self.register_buffer(name, t.contiguous(memory_format=torch.channels_last)
+                                     if t.ndim == 4 else t, persistent=False)
+        return self
 
     def forward(self, feats: list[torch.Tensor], h: int, w: int,
                 patch_size: int = 14) -> dict[str, torch.Tensor]:
@@ -64,17 +98,17 @@ class DA3Head(nn.Module):
             {'depth': exp(logit), 'sky': relu(sky logit), 'sky_logit': sky logit}.
         """
         h0, w0 = h // patch_size, w // patch_size
-        levels = []
-        for i, f in enumerate(feats):
-            b, _, c = f.shape
-            # (B, h0*w0, C) -> (B, C, h0, w0)
-            x = f.transpose(1, 2).reshape(b, c, h0, w0)
-            levels.append(self.resize_layers[i](self.projects[i](x)))
+        levels = [self.resize_layers[i](self.projects[i](token_map(f, h0, w0)))
+                  for i, f in enumerate(feats)]
         s = self.scratch
-        path1 = s(*levels)
-        out = s.output_conv1(path1)
+        out = s.output_conv1(s(*levels))
         out = F.interpolate(out, size=(h, w), mode='bilinear', align_corners=True)
-        depth_logit = s.output_conv2(out)[:, 0]
-        sky_logit = s.sky_output_conv2(out)[:, 0]
+        if self.fused:
+            hid = F.relu(F.conv2d(out, self._oa_w, self._oa_b, padding=1))
+            logits = F.conv2d(hid, self._ob_w, self._ob_b, groups=2)
+            depth_logit, sky_logit = logits[:, 0], logits[:, 1]
+        else:
+            depth_logit = s.output_conv2(out)[:, 0]
+            sky_logit = s.sky_output_conv2(out)[:, 0]
         return {'depth': torch.exp(depth_logit), 'sky': torch.relu(sky_logit),
                 'sky_logit': sky_logit}

@@ -2,7 +2,9 @@
 
 The fused `qkv` projection is read as (B, N, 3, heads, head_dim): the q/k/v index is outer and the
 head index inner (spec/da3.md §2.1), which is what the upstream checkpoints assume. An optional
-`rope(t, pos)` callable rotates q and k (DUSt3R/CroCo RoPE2D); DA3 metric passes none.
+`rope(t, pos)` callable rotates q and k (DUSt3R/CroCo RoPE2D, DA3 any-view); DA3 metric passes none.
+With `qk_norm` (DA3 any-view blocks from `qknorm_start`), q and k each go through their own
+LayerNorm over head_dim (shared by all heads) after the head split and before RoPE.
 """
 from __future__ import annotations
 
@@ -22,9 +24,12 @@ class Attention(nn.Module):
         dim: Token width.
         num_heads: Number of heads; must divide `dim`.
         qkv_bias: Whether `qkv` has a bias (True for DINOv2 and CroCo).
+        qk_norm: Add `q_norm` / `k_norm` LayerNorm(head_dim) (DA3 any-view).
+        qk_norm_eps: Their epsilon (1e-5 upstream).
     """
 
-    def __init__(self, dim: int, num_heads: int, qkv_bias: bool = True) -> None:
+    def __init__(self, dim: int, num_heads: int, qkv_bias: bool = True, qk_norm: bool = False,
+                 qk_norm_eps: float = 1e-5) -> None:
         super().__init__()
         if dim <= 0 or num_heads <= 0 or dim % num_heads:
             raise ValueError(f'Attention: dim={dim} must be a positive multiple of '
@@ -33,19 +38,29 @@ class Attention(nn.Module):
         self.head_dim = dim // num_heads
         self.scale = self.head_dim ** -0.5
         self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+        if qk_norm:
+            self.q_norm = nn.LayerNorm(self.head_dim, eps=qk_norm_eps)
+            self.k_norm = nn.LayerNorm(self.head_dim, eps=qk_norm_eps)
         self.proj = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor, rope: Optional[RopeFn] = None,
-                pos: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Attend over the N tokens of x (B, N, C); `rope(t, pos)` rotates q and k if given."""
+    def attend(self, x: torch.Tensor, rope: Optional[RopeFn] = None,
+               pos: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Attention of x (B, N, C) before the output projection: (B, N, C)."""
         b, n, c = x.shape
         # (B, N, 3C) -> (B, N, 3, heads, hd) -> (3, B, heads, N, hd)
         qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
+        if hasattr(self, 'q_norm'):
+            q = self.q_norm(q)
+            k = self.k_norm(k)
         if rope is not None:
             q = rope(q, pos)
             k = rope(k, pos)
         out = F.scaled_dot_product_attention(q, k, v, scale=self.scale)
         # (B, heads, N, hd) -> (B, N, C)
-        out = out.transpose(1, 2).reshape(b, n, c)
-        return self.proj(out)
+        return out.transpose(1, 2).reshape(b, n, c)
+
+    def forward(self, x: torch.Tensor, rope: Optional[RopeFn] = None,
+                pos: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Attend over the N tokens of x (B, N, C); `rope(t, pos)` rotates q and k if given."""
+        return self.proj(self.attend(x, rope, pos))

@@ -97,18 +97,29 @@ class DPTFusion(nn.Module):
         self.refinenet3 = FeatureFusionBlock(features)
         self.refinenet4 = FeatureFusionBlock(features, with_skip_unit=refinenet4_skip_unit)
 
+    def project(self, l1: torch.Tensor, l2: torch.Tensor, l3: torch.Tensor,
+                l4: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The `layer{i}_rn` projections of the four levels."""
+        return self.layer1_rn(l1), self.layer2_rn(l2), self.layer3_rn(l3), self.layer4_rn(l4)
+
+    @staticmethod
+    def fuse_to_skip_size(r: Sequence[torch.Tensor],
+                          blocks: Sequence[FeatureFusionBlock]) -> torch.Tensor:
+        """'to_skip_size' chain over projected levels r1..r4 with refinenet blocks 1..4."""
+        r1, r2, r3, r4 = r
+        b1, b2, b3, b4 = blocks
+        p4 = b4(r4, size=r3.shape[2:])
+        p3 = b3(p4, r3, size=r2.shape[2:])
+        p2 = b2(p3, r2, size=r1.shape[2:])
+        return b1(p2, r1)
+
     def forward(self, l1: torch.Tensor, l2: torch.Tensor, l3: torch.Tensor,
                 l4: torch.Tensor) -> torch.Tensor:
         """Fuse four levels (finest l1 first, NCHW) into path1: (B, features, 2*H1, 2*W1)."""
-        r1 = self.layer1_rn(l1)
-        r2 = self.layer2_rn(l2)
-        r3 = self.layer3_rn(l3)
-        r4 = self.layer4_rn(l4)
+        r1, r2, r3, r4 = self.project(l1, l2, l3, l4)
         if self.upsample == 'to_skip_size':
-            p4 = self.refinenet4(r4, size=r3.shape[2:])
-            p3 = self.refinenet3(p4, r3, size=r2.shape[2:])
-            p2 = self.refinenet2(p3, r2, size=r1.shape[2:])
-            return self.refinenet1(p2, r1)
+            return self.fuse_to_skip_size((r1, r2, r3, r4), (self.refinenet1, self.refinenet2,
+                                                             self.refinenet3, self.refinenet4))
         p4 = self.refinenet4(r4)[:, :, :r3.shape[2], :r3.shape[3]]
         p3 = self.refinenet3(p4, r3)[:, :, :r2.shape[2], :r2.shape[3]]
         p2 = self.refinenet2(p3, r2)[:, :, :r1.shape[2], :r1.shape[3]]

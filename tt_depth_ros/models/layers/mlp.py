@@ -1,7 +1,12 @@
-"""Transformer MLP (Linear - exact-erf GELU - Linear), as DINOv2 `layers/mlp.py` / timm `Mlp`."""
+"""Transformer feed-forward networks: `Mlp` (DINOv2 / timm) and `SwiGLU` (DINOv2 ViT-g).
+
+Both expose `hidden(x)` (everything before the output projection) and `out` (that projection), so
+a block can fold its LayerScale into `out` for inference (layers/block.py).
+"""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -20,6 +25,43 @@ class Mlp(nn.Module):
         self.act = nn.GELU()
         self.fc2 = nn.Linear(hidden_features, in_features)
 
+    @property
+    def out(self) -> nn.Linear:
+        """The output projection."""
+        return self.fc2
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """GELU(fc1(x))."""
+        return self.act(self.fc1(x))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Apply fc1, GELU, fc2."""
-        return self.fc2(self.act(self.fc1(x)))
+        return self.fc2(self.hidden(x))
+
+
+class SwiGLU(nn.Module):
+    """w3(silu(z1) * z2) with (z1, z2) = first / second half of w12(x) (DINOv2 SwiGLUFFN).
+
+    Args:
+        in_features: Token width (input and output).
+        hidden_features: Width of each half (4096 for DA3-GIANT: w12 is (8192, 1536)).
+    """
+
+    def __init__(self, in_features: int, hidden_features: int) -> None:
+        super().__init__()
+        self.w12 = nn.Linear(in_features, 2 * hidden_features)
+        self.w3 = nn.Linear(hidden_features, in_features)
+
+    @property
+    def out(self) -> nn.Linear:
+        """The output projection."""
+        return self.w3
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """silu(z1) * z2."""
+        z1, z2 = self.w12(x).chunk(2, dim=-1)
+        return F.silu(z1) * z2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Apply w12, SwiGLU gate, w3."""
+        return self.w3(self.hidden(x))
