@@ -147,8 +147,11 @@ class Bridge:
 
 
 class Remote:
-    """A handle to an object in the real-library process. `static` handles (reached from the
-    module by attribute: submodules, types, enum values, functions) cache their attributes."""
+    """A handle to an object in the real-library process.
+
+    `static` handles (reached from the module by attribute: submodules, types, enum values,
+    functions) cache their attributes.
+    """
 
     __slots__ = ('_bridge', '_id', '_static', '_attrs', '__weakref__')
 

@@ -71,7 +71,6 @@ def mock_descriptor(grid: str, workdir: Path) -> Path:
 def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=None) -> dict:
     """One model through build/prepare/infer/close; returns the report (see module doc)."""
     import numpy as np
-
     from bridge import Bridge
     engine_name, source, default_sizes = MODELS[model]
     sizes = sizes or default_sizes

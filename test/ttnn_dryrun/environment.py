@@ -1,6 +1,7 @@
-"""The dry run's side environment: the conformance venv (.venv-ttnn, Python 3.12, the real
-ttnn 0.81.1 wheel and numpy only) plus the RISC-V compiler stand-in inside it, and the process
-environment that makes tt-metal open a MOCK p150.
+"""The dry run's side environment: one venv, the compiler stand-in, a mock-p150 process env.
+
+The conformance venv (.venv-ttnn: Python 3.12, the real ttnn 0.81.1 wheel and numpy only) plus
+the RISC-V compiler stand-in inside it, and the environment that makes tt-metal open a MOCK p150.
 
 One side venv serves both the conformance check and the dry run: no torch in it (the engine runs
 in the project's own venv and reaches the real library over a pipe, bridge.py). The stand-in and
@@ -22,7 +23,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / 'test' / 'ttnn_conformance'))
 import check  # noqa: E402  (ensure_venv: the one side venv)
-
 import kernel_elf  # noqa: E402
 
 MOCK_DESC = check.MOCK_DESC
@@ -77,7 +77,8 @@ def jit_cache_dir() -> Path:
     if want and 'dryrun' not in want:
         raise RuntimeError(f'TT_DRYRUN_JIT_CACHE={want!r}: the path must contain "dryrun" (the '
                            'placeholder kernels must never reach a cache a device run reads)')
-    path = Path(want) if want else Path(tempfile.gettempdir()) / f'tt_depth_ros_dryrun_jit_{os.getuid()}'
+    path = Path(want) if want else \
+        Path(tempfile.gettempdir()) / f'tt_depth_ros_dryrun_jit_{os.getuid()}'
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -158,7 +158,7 @@ class Monitor:
         try:
             out = fn(*args, **kwargs)
         except Exception as e:
-            self._record('rejected', qual, site, _error_text(e), args, kwargs)
+            self._record('rejected', qual, site, error_text(e), args, kwargs)
             raise
         if qual == 'ttnn.open_device':
             self.device = out
@@ -269,6 +269,6 @@ class Monitor:
                            for t in self.traces]}
 
 
-def _error_text(e: BaseException) -> str:
+def error_text(e: BaseException) -> str:
     text = '\n'.join(ln for ln in str(e).splitlines() if not ln.startswith(' --- '))
     return text.split('backtrace:')[0].strip()[:2000]

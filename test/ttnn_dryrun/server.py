@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wire  # noqa: E402
-from monitor import Monitor  # noqa: E402
+from monitor import Monitor, error_text  # noqa: E402
 
 
 class Server:
@@ -190,7 +190,7 @@ def main() -> int:
         try:
             reply = ('ok', server.handle(msg))
         except Exception as e:   # the engine sees the library's exception, type and text
-            reply = ('err', type(e).__name__, str(e), traceback.format_exc(limit=4))
+            reply = ('err', type(e).__name__, error_text(e), traceback.format_exc(limit=4))
         wire.send(wf, reply)
 
 

@@ -20,8 +20,11 @@ class Ref:
 
 @dataclass(frozen=True)
 class Array:
-    """A host array: numpy dtype name, shape, C-order bytes; `torch_dtype` names the dtype the
-    engine side hands back (e.g. 'bfloat16': values travel as float32, exactly)."""
+    """A host array: numpy dtype name, shape, C-order bytes.
+
+    `torch_dtype` names the dtype the engine side hands back (e.g. 'bfloat16': the values travel
+    as float32, exactly).
+    """
 
     dtype: str
     shape: tuple

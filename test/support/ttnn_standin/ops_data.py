@@ -121,11 +121,12 @@ def to_layout(tensor, layout, dtype=None, memory_config=None, sub_core_grids=Non
 
 def typecast(input_tensor, dtype, *, memory_config=None, output_tensor=None,
              sub_core_grids=None):
-    if input_tensor.layout != Layout.TILE:
-        raise RuntimeError('TT_FATAL: typecast: stand-in supports TILE inputs only')
+    layout = input_tensor.layout
+    if layout != Layout.TILE and dtype in (DataType.BFLOAT8_B, DataType.BFLOAT4_B):
+        raise RuntimeError(f'TT_FATAL: typecast: {dtype} requires TILE layout')
 
     def fn(d):
-        return [(numerics.quantize(d[0], dtype), tuple(input_tensor.shape), dtype, Layout.TILE,
+        return [(numerics.quantize(d[0], dtype), tuple(input_tensor.shape), dtype, layout,
                  input_tensor._pad_defined)]
     return launch('typecast', [input_tensor], (str(dtype),), fn, memory_config=memory_config)[0]
 

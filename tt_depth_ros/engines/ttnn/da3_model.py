@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tt_depth_ros.engines.ttnn.common import image_to_tile
 from tt_depth_ros.engines.ttnn.da3_backbone import TtDA3Backbone
 from tt_depth_ros.engines.ttnn.da3_head import TtDA3Head
 from tt_depth_ros.engines.ttnn.shape_state import attention_state, release_attention_state
@@ -41,7 +42,7 @@ class TtDA3:
 
     def forward(self, sc, state, inputs):
         ttnn = self.ctx.ttnn
-        img = ttnn.to_layout(inputs[0], ttnn.TILE_LAYOUT, dtype=ttnn.bfloat16)
+        img = image_to_tile(self.ctx, inputs[0])
         taps = self.backbone(img, sc, state)
         ttnn.deallocate(img)
         return self.head(taps, sc, state)
