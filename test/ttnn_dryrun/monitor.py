@@ -16,8 +16,8 @@ Hazards (accepted by the library, wrong on hardware):
   capture (the warm-up did not compile that program).
 
 Budgets: real programs per traced forward (tt-metal's graph capture of the trace body, its
-'program_execution' nodes), per-core L1 peak of that body (circular buffers included), and the
-peak DRAM / L1 bytes the allocator held (memory views sampled after each call).
+'program_execution' nodes), the largest per-core circular-buffer total of one program in that
+body, and the peak DRAM / L1 buffer bytes the allocator held (memory views after each call).
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class EmulatedTrace:
     number: int
     state: str = 'capturing'    # -> 'live' -> 'released'
     programs: int = 0
-    peak_l1_per_core: int = 0
+    peak_l1_per_core: int = 0   # largest circular-buffer total of one program, per core
     phase: str = ''
 
 
@@ -219,7 +219,7 @@ class Monitor:
         if trace_id is not self.capturing:
             raise RuntimeError('dry run: end_trace_capture of a trace that is not capturing')
         trace_id.programs = sum(1 for n in graph if n.get('node_type') == 'program_execution')
-        trace_id.peak_l1_per_core = int(self.ttnn.graph.extract_peak_L1_memory_usage(graph))
+        trace_id.peak_l1_per_core = cb_peak_per_core(graph)
         misses = device.num_program_cache_entries() - self._cache_entries
         if misses > 0:
             self._record('hazard', 'ttnn.end_trace_capture', trace_id.phase,
@@ -267,6 +267,23 @@ class Monitor:
                 'traces': [{'number': t.number, 'phase': t.phase, 'state': t.state,
                             'programs': t.programs, 'peak_l1_per_core': t.peak_l1_per_core}
                            for t in self.traces]}
+
+
+def cb_peak_per_core(graph) -> int:
+    """Largest sum of one program's circular buffers on a core (bytes), from a captured graph.
+
+    tt-metal allocates a program's circular buffers in every core of its range and frees them all
+    before the next program ('circular_buffer_deallocate_all').
+    """
+    peak = cur = 0
+    for n in graph:
+        kind = n.get('node_type')
+        if kind == 'circular_buffer_deallocate_all':
+            cur = 0
+        elif kind == 'circular_buffer_allocate':
+            cur += int(n.get('params', {}).get('size', 0))
+            peak = max(peak, cur)
+    return peak
 
 
 def error_text(e: BaseException) -> str:

@@ -1,5 +1,7 @@
-"""The ttnn engine through the REAL ttnn 0.81.1 on a mock p150 (driver.py): zero rejections,
-zero buffer hazards, for DA3 and DUSt3R tiny at every golden size (the Large models: slow).
+"""The ttnn engine through the REAL ttnn 0.81.1 on a mock p150 (driver.py): nothing rejected.
+
+Zero rejections and zero buffer hazards, for DA3 and DUSt3R tiny at every golden size (the
+Large models: slow).
 
 Each model runs in a fresh interpreter (driver.py --json), the real library in the side venv
 (environment.py). Without Python 3.12 the tests skip loudly — except in CI (CI=true), where a
@@ -79,7 +81,6 @@ def test_harness_reports_rejections_and_hazards(side_python, tmp_path):
     """Wrong usage through the same bridge/monitor: each must be reported."""
     import numpy as np
     import torch
-
     from bridge import Bridge
     env = environment.side_env()
     b = Bridge(str(side_python), env, tmp_path / 'real.log')

@@ -95,7 +95,8 @@ class MeshDevice:
     def live_tensors(self) -> list:
         """Device tensors still allocated (kept trace outputs included)."""
         gc.collect()
-        return [t for t in list(self._live.values()) if t._data is not None]
+        return [t for t in list(self._live.values())
+                if t._data is not None and not t._buffer_freed()]
 
     # -- program cache / trace ------------------------------------------------------------------
     def _launch(self, key) -> None:
