@@ -12,16 +12,22 @@ MAX_SHAPES = 2   # traces the trace region is sized for (a node uses one camera 
 
 
 def _family(model: str, config):
+    """(device network class, config, checkpoint key mapping, checkpoint reader) of a model.
+
+    The readers are the torch engines' own: DUSt3R's reads `.pth` with weights_only=True and
+    the argparse.Namespace allowlist of upstream training checkpoints.
+    """
     if model.startswith('da3'):
         from tt_depth_ros.engines.ttnn.da3_model import TtDA3
+        from tt_depth_ros.engines.weights import read_state_dict
         from tt_depth_ros.models.da3.checkpoint import map_state_dict
         from tt_depth_ros.models.da3.config import CONFIGS
-        return TtDA3, config or CONFIGS.get(model), map_state_dict
+        return TtDA3, config or CONFIGS.get(model), map_state_dict, read_state_dict
     if model.startswith('dust3r'):
         from tt_depth_ros.engines.ttnn.dust3r_model import TtDust3r
-        from tt_depth_ros.models.dust3r.checkpoint import map_state_dict
+        from tt_depth_ros.models.dust3r.checkpoint import map_state_dict, read_checkpoint
         from tt_depth_ros.models.dust3r.config import CONFIGS
-        return TtDust3r, config or CONFIGS.get(model), map_state_dict
+        return TtDust3r, config or CONFIGS.get(model), map_state_dict, read_checkpoint
     raise ValueError(f'ttnn backend: unknown model {model!r}')
 
 
@@ -42,13 +48,13 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
         logger: Anything with `.info(str)`.
     """
-    net_cls, cfg, map_sd = _family(model, config)
+    net_cls, cfg, map_sd, read = _family(model, config)
     if cfg is None:
         raise ValueError(f'ttnn backend: no config for {model!r}')
     precision = parse_precision(dtype, 'da3' if model.startswith('da3') else 'dust3r')
     if state_dict is None:
-        from tt_depth_ros.engines.weights import read_state_dict, resolve_weights
-        state_dict = read_state_dict(resolve_weights(model, weights, revision))
+        from tt_depth_ros.engines.weights import resolve_weights
+        state_dict = read(resolve_weights(model, weights, revision))
     sd = map_sd(state_dict)
     ttnn = load_ttnn()
     device, mode, grid = open_device(ttnn, device_id,
