@@ -47,6 +47,7 @@ class EmulatedTrace:
     programs: int = 0
     peak_l1_per_core: int = 0   # largest circular-buffer total of one program, per core
     phase: str = ''
+    programs_by_op: dict = field(default_factory=dict)   # top-level op -> [calls, programs]
 
 
 @dataclass
@@ -220,6 +221,7 @@ class Monitor:
             raise RuntimeError('dry run: end_trace_capture of a trace that is not capturing')
         trace_id.programs = sum(1 for n in graph if n.get('node_type') == 'program_execution')
         trace_id.peak_l1_per_core = cb_peak_per_core(graph)
+        trace_id.programs_by_op = programs_by_op(graph)
         misses = device.num_program_cache_entries() - self._cache_entries
         if misses > 0:
             self._record('hazard', 'ttnn.end_trace_capture', trace_id.phase,
@@ -265,7 +267,8 @@ class Monitor:
         return {'records': self.records, 'peak_bytes': self.peak,
                 'peak_bytes_by_phase': self.peak_phase,
                 'traces': [{'number': t.number, 'phase': t.phase, 'state': t.state,
-                            'programs': t.programs, 'peak_l1_per_core': t.peak_l1_per_core}
+                            'programs': t.programs, 'peak_l1_per_core': t.peak_l1_per_core,
+                            'programs_by_op': t.programs_by_op}
                            for t in self.traces]}
 
 
@@ -284,6 +287,24 @@ def cb_peak_per_core(graph) -> int:
             cur += int(n.get('params', {}).get('size', 0))
             peak = max(peak, cur)
     return peak
+
+
+def programs_by_op(graph) -> dict:
+    """{outermost op name: [calls, programs]} of a captured graph."""
+    out: dict = {}
+    depth, top = 0, None
+    for n in graph:
+        kind = n.get('node_type')
+        if kind == 'function_start':
+            if depth == 0:
+                top = n.get('params', {}).get('name', '?')
+                out.setdefault(top, [0, 0])[0] += 1
+            depth += 1
+        elif kind == 'function_end':
+            depth -= 1
+        elif kind == 'program_execution' and top is not None:
+            out.setdefault(top, [0, 0])[1] += 1
+    return out
 
 
 def error_text(e: BaseException) -> str:

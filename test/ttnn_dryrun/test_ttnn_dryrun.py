@@ -59,6 +59,15 @@ def check_report(rep: dict, views: int) -> None:
     traced = [t for t in rep['traces'] if t['programs'] > 0]
     assert traced and all(t['state'] == 'released' for t in rep['traces'])
     assert rep['peak_bytes']['DRAM'] > 0
+    # the trace-region budget formula (programs_estimate) bounds every real count, not loosely
+    counts = [t['programs'] for t in rep['traces']]
+    assert max(counts) <= rep['programs_estimate'] <= 1.5 * max(counts), (
+        counts, rep['programs_estimate'])
+    # LRU eviction: never more live traces than max_traced_shapes (3 sizes, 2 kept)
+    live = 0
+    for t in rep['traces']:
+        live = sum(1 for u in rep['traces'][:t['number']] if u['phase'] == t['phase'])
+        assert live <= rep['max_traced_shapes']
 
 
 @pytest.mark.parametrize('model,views', [('da3-tiny', 1), ('dust3r-tiny', 2)])

@@ -8,7 +8,7 @@ from tt_depth_ros.engines.ttnn.engine import TtnnEngine
 from tt_depth_ros.engines.ttnn.precision import parse_precision
 from tt_depth_ros.engines.ttnn.weight_cache import weight_cache_for
 
-MAX_SHAPES = 2   # traces the trace region is sized for (a node uses one camera shape)
+MAX_TRACED_SHAPES = 2   # default traces kept (a node uses one camera shape); LRU beyond
 
 
 def _family(model: str, config):
@@ -34,7 +34,8 @@ def _family(model: str, config):
 def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
                       weights: Optional[str] = None, revision: Optional[str] = None,
                       config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
-                      logger: Optional[Any] = None) -> TtnnEngine:
+                      logger: Optional[Any] = None,
+                      max_traced_shapes: int = MAX_TRACED_SHAPES) -> TtnnEngine:
     """Open the device, convert the weights and return an (unprepared) TtnnEngine.
 
     Args:
@@ -47,7 +48,11 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
         config: Model config override (tests).
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
         logger: Anything with `.info(str)`.
+        max_traced_shapes: Input shapes kept prepared (trace + per-shape buffers); the trace
+            region is sized for this many; a further shape evicts the least recently used.
     """
+    if int(max_traced_shapes) < 1:
+        raise ValueError(f'max_traced_shapes={max_traced_shapes}: need at least 1')
     net_cls, cfg, map_sd, read = _family(model, config)
     if cfg is None:
         raise ValueError(f'ttnn backend: no config for {model!r}')
@@ -58,7 +63,8 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     sd = map_sd(state_dict)
     ttnn = load_ttnn()
     device, mode, grid = open_device(ttnn, device_id,
-                                     trace_region_size(net_cls.ops_estimate(cfg), MAX_SHAPES),
+                                     trace_region_size(net_cls.programs_estimate(cfg),
+                                                       int(max_traced_shapes)),
                                      logger)
     ctx = TtContext(ttnn, device, grid, mode, precision,
                     weight_cache_for(model, sd, precision.name))
@@ -69,4 +75,5 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     except BaseException:
         ttnn.close_device(device)
         raise
-    return TtnnEngine(ctx, net, model_name=model, device_id=device_id, logger=logger)
+    return TtnnEngine(ctx, net, model_name=model, device_id=device_id, logger=logger,
+                      max_traced_shapes=int(max_traced_shapes))
