@@ -47,13 +47,18 @@ class Bridge:
     """One server process; `module` is what the engine imports as ttnn."""
 
     def __init__(self, python: str, env: dict, log_path: Path):
+        """Start server.py under `python`, in log_path's directory.
+
+        tt-metal writes a `generated/` tree into its working directory: never the checkout.
+        """
         r1, w1 = os.pipe()            # us -> server
         r2, w2 = os.pipe()            # server -> us
         self.log_path = Path(log_path)
         self._log = open(self.log_path, 'wb')
         self.proc = subprocess.Popen([python, str(HERE / 'server.py'), str(r1), str(w2)],
                                      pass_fds=(r1, w2), env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     cwd=str(self.log_path.parent))
         os.close(r1)
         os.close(w2)
         self._w, self._r = os.fdopen(w1, 'wb'), os.fdopen(r2, 'rb')
