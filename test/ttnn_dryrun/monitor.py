@@ -16,8 +16,9 @@ Hazards (accepted by the library, wrong on hardware):
   capture (the warm-up did not compile that program).
 
 Budgets: real programs per traced forward (tt-metal's graph capture of the trace body, its
-'program_execution' nodes), the largest per-core circular-buffer total of one program in that
-body, and the peak DRAM / L1 buffer bytes the allocator held (memory views after each call).
+'program_execution' nodes), the largest per-core circular-buffer total of one program in the
+eager warm-up (where programs are created), and the peak DRAM / L1 buffer bytes the allocator
+held (memory views after each call).
 """
 from __future__ import annotations
 
@@ -45,7 +46,6 @@ class EmulatedTrace:
     number: int
     state: str = 'capturing'    # -> 'live' -> 'released'
     programs: int = 0
-    peak_l1_per_core: int = 0   # largest circular-buffer total of one program, per core
     phase: str = ''
     programs_by_op: dict = field(default_factory=dict)   # top-level op -> [calls, programs]
 
@@ -61,12 +61,29 @@ class Monitor:
     device: object = None
     peak: dict = field(default_factory=lambda: {'DRAM': 0, 'L1': 0})
     peak_phase: dict = field(default_factory=dict)
+    cb_peak: dict = field(default_factory=dict)   # phase -> circular-buffer peak per core
     _seen: set = field(default_factory=set)
     _cache_entries: int = 0
+    _warmup_graph: bool = False
 
     # -- bookkeeping --------------------------------------------------------------------------
     def set_phase(self, name: str) -> None:
+        """Enter a phase; 'prepare ...' phases record the eager warm-up's graph.
+
+        Program-cache misses allocate circular buffers there; the trace body's cache hits do not.
+        """
+        self._end_warmup_graph()
         self.phase = name
+        if name.startswith('prepare') and self.device is not None:
+            self.ttnn._ttnn.graph.begin_graph_capture(self.ttnn._ttnn.graph.RunMode.NORMAL)
+            self._warmup_graph = True
+
+    def _end_warmup_graph(self) -> None:
+        if self._warmup_graph:
+            self._warmup_graph = False
+            graph = self.ttnn._ttnn.graph.end_graph_capture()
+            self.cb_peak[self.phase] = max(self.cb_peak.get(self.phase, 0),
+                                           cb_peak_per_core(graph))
 
     def _key(self, t):
         ttnn = self.ttnn
@@ -208,6 +225,7 @@ class Monitor:
     def begin_trace_capture(self, device, *, cq_id=None):
         if self.capturing is not None:
             raise RuntimeError('dry run: begin_trace_capture while a capture is open')
+        self._end_warmup_graph()
         tr = EmulatedTrace(len(self.traces) + 1, phase=self.phase)
         self.traces.append(tr)
         self.capturing = tr
@@ -220,7 +238,6 @@ class Monitor:
         if trace_id is not self.capturing:
             raise RuntimeError('dry run: end_trace_capture of a trace that is not capturing')
         trace_id.programs = sum(1 for n in graph if n.get('node_type') == 'program_execution')
-        trace_id.peak_l1_per_core = cb_peak_per_core(graph)
         trace_id.programs_by_op = programs_by_op(graph)
         misses = device.num_program_cache_entries() - self._cache_entries
         if misses > 0:
@@ -264,11 +281,12 @@ class Monitor:
         return now
 
     def report(self) -> dict:
+        self._end_warmup_graph()
         return {'records': self.records, 'peak_bytes': self.peak,
+                'cb_peak_per_core_by_phase': self.cb_peak,
                 'peak_bytes_by_phase': self.peak_phase,
                 'traces': [{'number': t.number, 'phase': t.phase, 'state': t.state,
-                            'programs': t.programs, 'peak_l1_per_core': t.peak_l1_per_core,
-                            'programs_by_op': t.programs_by_op}
+                            'programs': t.programs, 'programs_by_op': t.programs_by_op}
                            for t in self.traces]}
 
 
