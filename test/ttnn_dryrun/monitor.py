@@ -4,6 +4,8 @@ Rejections: any exception the library raises (its TT_FATAL / TT_THROW text, the 
 site, the argument specs).
 
 Hazards (accepted by the library, wrong on hardware):
+- freeing an op result that is its input itself (a full-range `slice`, a no-op `to_layout`, a
+  one-tensor `concat` return the input tensor: same tensor id): the caller's tensor goes too.
 - use after free: in ttnn 0.81.1 `reshape` returns a view sharing its input's device buffer,
   a full-range `slice` returns a tensor on its input's buffer, and `deallocate(t)` defaults to
   force=True, which frees the buffer under every other tensor sharing it. Those tensors still
@@ -37,6 +39,7 @@ class Tracked:
     made_at: str
     refs: int = 1
     freed: tuple | None = None  # (freed at site, via the tensor made at site)
+    twin: object = None         # Tracked of the input this op result IS (same tensor id)
 
 
 @dataclass
@@ -202,8 +205,11 @@ class Monitor:
             return          # the op returned one of its inputs itself
         inputs = [a for a in self._flat(args, kwargs)
                   if isinstance(a, self.ttnn.Tensor) and self._key(a) == key]
-        made_by = qual + (' (a view on its input\'s buffer)' if inputs else '')
-        self.tracked[id(o)] = Tracked(o, key, made_by, site, refs=0)
+        twins = [self.tracked.get(id(a)) for a in inputs if a.tensor_id == o.tensor_id]
+        made_by = qual + (' (its input itself)' if twins else
+                          ' (a view on its input\'s buffer)' if inputs else '')
+        self.tracked[id(o)] = Tracked(o, key, made_by, site, refs=0,
+                                      twin=twins[0] if twins else None)
 
     def _deallocate(self, args, kwargs, site):
         if not args:
@@ -215,6 +221,12 @@ class Monitor:
             return
         if force:
             for o in self._co_owners(tr):
+                if o.twin is tr or tr.twin is o:
+                    self._record('hazard', 'ttnn.deallocate', site,
+                                 f'frees a tensor that is also the tensor made at {o.made_at} '
+                                 f'({o.made_by}): an op returned its input itself and this '
+                                 'deallocate frees both', args, kwargs,
+                                 ('free-twin', site, o.made_at))
                 o.freed = (site, tr.made_at)
         tr.key = ('deallocated', id(t))
 

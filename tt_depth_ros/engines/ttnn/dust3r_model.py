@@ -86,12 +86,18 @@ class TtDust3r:
         return st
 
     def _tokens(self, x, sc, dim):
-        """(1, seq, dim) -> (1, 1, N, dim) real tokens."""
+        """(1, seq, dim) -> (1, 1, N, dim) real tokens; a view on x's buffer when N == seq.
+
+        No full-range slice: ttnn 0.81.1 returns x itself for it, and freeing that result frees
+        the caller's x. The caller releases x with force=False while the view lives.
+        """
         ttnn = self.ctx.ttnn
         n = sc.grid_h * sc.grid_w
+        if n == sc.seq:
+            return ttnn.reshape(x, (1, 1, n, dim), pad_value=0.0)
         s = ttnn.slice(x, [0, 0, 0], [1, n, dim], [1, 1, 1], pad_value=0.0)
         out = ttnn.reshape(s, (1, 1, n, dim), pad_value=0.0)
-        ttnn.deallocate(s, force=False)   # s is x itself when n == seq; out a view (common.py)
+        ttnn.deallocate(s, force=False)   # out is a view on s's buffer (common.py)
         return out
 
     def _encode(self, inp, sc, st):
