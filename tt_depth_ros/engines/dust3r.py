@@ -15,18 +15,14 @@ import torch
 from torch import nn
 
 from tt_depth_ros.engines.torch_engine import TorchEngine, parse_dtype
-from tt_depth_ros.engines.weights import REGISTRY, WeightSpec, resolve_weights
+from tt_depth_ros.engines.weights import REGISTRY, resolve_weights
 from tt_depth_ros.models.dust3r.checkpoint import load_into, read_checkpoint
 from tt_depth_ros.models.dust3r.config import CONFIGS, Dust3rConfig
 from tt_depth_ros.models.dust3r.model import Dust3r
 
 MODELS = tuple(CONFIGS)
-HF_REPO = 'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt'
-HF_REVISION = '61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3'  # the revision the tt port uses (spec §1)
-WEIGHTS = WeightSpec(HF_REPO, 'model.safetensors', revision=HF_REVISION, sha256=None,
-                     note='revision pinned as in the tt port; its SHA-256 could not be '
-                          'recorded here (no hub access), so the file is not hash-verified')
-REGISTRY.setdefault('dust3r-vitl-512-dpt', WEIGHTS)
+WEIGHTS = REGISTRY['dust3r-vitl-512-dpt']       # weights.REGISTRY holds every family's pins
+HF_REPO, HF_REVISION = WEIGHTS.repo_id, WEIGHTS.revision
 
 NORM_MEAN = (0.5, 0.5, 0.5)   # (x/255 - 0.5) / 0.5 -> [-1, 1] (spec §5 step 4)
 NORM_STD = (0.5, 0.5, 0.5)

@@ -63,8 +63,14 @@ REGISTRY: dict[str, WeightSpec] = {
     'da3mono-large': WeightSpec(
         'depth-anything/DA3MONO-LARGE', 'model.safetensors', revision=None, sha256=None,
         note='no pinned revision known: pass revision=<commit>'),
+    # the revision the tt port uses (spec/dust3r.md §1)
+    'dust3r-vitl-512-dpt': WeightSpec(
+        'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt', 'model.safetensors',
+        revision='61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3', sha256=None,
+        note='revision pinned as in the tt port; its SHA-256 could not be recorded here (no '
+             'hub access), so the file is not hash-verified'),
 }
-"""Model name -> published weights. Other engines (e.g. engines/dust3r.py) add their entries."""
+"""Model name -> published weights: every family's entries, here (no import side effects)."""
 
 TEST_ONLY = ('da3metric-tiny', 'dust3r-tiny')
 

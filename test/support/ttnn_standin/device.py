@@ -18,7 +18,11 @@ import weakref
 
 from .types import CoreCoord, CoreGrid, DispatchCoreConfig, DispatchCoreType, MeshTraceId
 
-TRACE_BYTES_PER_OP = 32 * 1024   # stand-in's assumed command size per recorded op
+# Command bytes per recorded op: the engine's own per-program budget (engines/ttnn/context.py
+# TRACE_BYTES_PER_PROGRAM), so the stand-in fills the trace region as fast as the engine assumes
+# (it records one op where the real library may run several programs: the real counts are
+# checked by test/ttnn_dryrun). All live traces share the region.
+TRACE_BYTES_PER_OP = 512 * 1024
 _state = {'eth_patched': False}
 _open_devices: dict[int, 'MeshDevice'] = {}
 
@@ -95,7 +99,8 @@ class MeshDevice:
     def live_tensors(self) -> list:
         """Device tensors still allocated (kept trace outputs included)."""
         gc.collect()
-        return [t for t in list(self._live.values()) if t._data is not None]
+        return [t for t in list(self._live.values())
+                if t._data is not None and not t._buffer_freed()]
 
     # -- program cache / trace ------------------------------------------------------------------
     def _launch(self, key) -> None:
@@ -168,9 +173,11 @@ def end_trace_capture(mesh_device, trace_id, *, cq_id=None) -> None:
         raise RuntimeError(f'TT_FATAL: trace {trace_id} is not being captured')
     mesh_device._capturing = None
     size = len(tr.records) * TRACE_BYTES_PER_OP
-    if size > mesh_device.trace_region_size:
+    used = sum(len(t.records) for t in mesh_device._traces.values()) * TRACE_BYTES_PER_OP
+    if used + size > mesh_device.trace_region_size:
         raise RuntimeError(f'TT_FATAL: Creating trace buffers of size {size}B on device 0, but '
-                           f'only {mesh_device.trace_region_size}B is allocated for trace region.')
+                           f'only {mesh_device.trace_region_size - used}B is allocated for '
+                           'trace region.')
     tr.done = True
     mesh_device._traces[tr.tid] = tr
 

@@ -34,15 +34,21 @@ def device_of(name: str, tensors) -> object:
     return dev
 
 
-def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None) -> list:
-    """Run (or record) one device op; returns the output tensors."""
+def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None,
+           view: bool = False) -> list:
+    """Run (or record) one device op; returns the output tensors.
+
+    `view`: the (single) output is a view sharing inputs[0]'s device buffer (ttnn reshape).
+    """
     dev = device_of(name, inputs)
     dev._launch((name, tuple(spec_key(t) for t in inputs), static))
     mc = memory_config if memory_config is not None else DRAM_MEMORY_CONFIG
     if dev._capturing is not None:
         specs = fn([t._data.to('meta') for t in inputs])
         outs = [Tensor(torch.full(tuple(d.shape), math.nan), shape, dtype, layout,
-                       device=dev, memory_config=mc) for d, shape, dtype, layout, *_ in specs]
+                       device=dev, memory_config=mc,
+                       buffer=inputs[0]._buffer if view else None)
+                for d, shape, dtype, layout, *_ in specs]
         for o, s in zip(outs, specs):
             o._pad_defined = s[4] if len(s) > 4 else True
         dev._capturing.records.append(
@@ -51,7 +57,8 @@ def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None) ->
     results = fn([t._data for t in inputs])
     outs = []
     for r in results:
-        o = Tensor(r[0], r[1], r[2], r[3], device=dev, memory_config=mc)
+        o = Tensor(r[0], r[1], r[2], r[3], device=dev, memory_config=mc,
+                   buffer=inputs[0]._buffer if view else None)
         o._pad_defined = r[4] if len(r) > 4 else True
         outs.append(o)
     return outs

@@ -101,8 +101,20 @@ def deallocate(tensor, force=True):
     tensor.deallocate(force)
 
 
+TILIZABLE = (DataType.BFLOAT16, DataType.FLOAT32, DataType.INT32, DataType.UINT32,
+             DataType.UINT16)
+
+
 def to_layout(tensor, layout, dtype=None, memory_config=None, sub_core_grids=None, pad_value=0.0):
     out_dtype = tensor.dtype if dtype is None else dtype
+    if tensor._device is not None and layout == tensor.layout and out_dtype == tensor.dtype:
+        tensor._check_alive('to_layout')
+        return tensor                              # ttnn: nothing to do returns the input
+    if tensor._device is not None and layout == Layout.TILE and tensor.layout != Layout.TILE \
+            and tensor.dtype not in TILIZABLE:
+        raise RuntimeError('TT_FATAL: Can only tilize bfloat16/float32 or int32/uint32/uint16 '
+                           f'or fp8_e4m3 tensors (got {tensor.dtype}; ttnn.typecast the '
+                           'row-major tensor first)')
     if out_dtype in (DataType.BFLOAT8_B, DataType.BFLOAT4_B) and layout != Layout.TILE:
         raise RuntimeError(f'TT_FATAL: {out_dtype} requires TILE layout')
     logical = tuple(tensor.shape)
@@ -121,11 +133,12 @@ def to_layout(tensor, layout, dtype=None, memory_config=None, sub_core_grids=Non
 
 def typecast(input_tensor, dtype, *, memory_config=None, output_tensor=None,
              sub_core_grids=None):
-    if input_tensor.layout != Layout.TILE:
-        raise RuntimeError('TT_FATAL: typecast: stand-in supports TILE inputs only')
+    layout = input_tensor.layout
+    if layout != Layout.TILE and dtype in (DataType.BFLOAT8_B, DataType.BFLOAT4_B):
+        raise RuntimeError(f'TT_FATAL: typecast: {dtype} requires TILE layout')
 
     def fn(d):
-        return [(numerics.quantize(d[0], dtype), tuple(input_tensor.shape), dtype, Layout.TILE,
+        return [(numerics.quantize(d[0], dtype), tuple(input_tensor.shape), dtype, layout,
                  input_tensor._pad_defined)]
     return launch('typecast', [input_tensor], (str(dtype),), fn, memory_config=memory_config)[0]
 
@@ -141,17 +154,35 @@ def reshape(input_tensor, shape, *, memory_config=None, pad_value=None,
     if math.prod(new) != math.prod(old):
         raise RuntimeError(f'TT_FATAL: reshape: volume of {old} != volume of {new}')
     layout = input_tensor.layout
-    keep = layout == Layout.TILE and old[-2:] == new[-2:] and len(old) >= 2 and len(new) >= 2
+    view = is_reshape_view(old, new, layout)
+    keep = layout == Layout.TILE and view
 
     def fn(d):
         if layout == Layout.TILE and keep:
-            data = d[0].reshape(new[:-2] + tuple(d[0].shape[-2:]))
+            if old[-2] == new[-2]:
+                data = d[0].reshape(new[:-2] + tuple(d[0].shape[-2:]))
+            else:                   # whole tile rows: no row padding to move
+                data = d[0].reshape(new[:-1] + tuple(d[0].shape[-1:]))
             return [(data, new, input_tensor.dtype, layout, input_tensor._pad_defined)]
         vals = numerics.unpad(d[0], old).reshape(new)
         data, defined = _relayout(vals, old, new, layout, pad_value, False)
         return [(data, new, input_tensor.dtype, layout, defined)]
     return launch('reshape', [input_tensor], (new, pad_value), fn,
-                  memory_config=memory_config)[0]
+                  memory_config=memory_config, view=view)[0]
+
+
+def is_reshape_view(old: tuple, new: tuple, layout) -> bool:
+    """Whether ttnn 0.81.1's reshape returns a view on the input's buffer (no data movement).
+
+    Row-major always; TILE when the last dim is kept and the second-to-last is kept or stays a
+    multiple of 32 (whole tile rows).
+    """
+    if layout != Layout.TILE:
+        return True
+    if len(old) < 2 or len(new) < 2 or old[-1] != new[-1]:
+        return False
+    t = numerics.TILE
+    return old[-2] == new[-2] or (old[-2] % t == 0 and new[-2] % t == 0)
 
 
 def permute(input_tensor, dims, *, memory_config=None, pad_value=0.0):
@@ -184,6 +215,9 @@ def slice(input_tensor, slice_start, slice_end, slice_step=None, *, memory_confi
                 for s, e, st in zip(slice_start, slice_end, steps))
     new = tuple(len(range(*ix.indices(n))) for ix, n in zip(idx, old))
     layout = input_tensor.layout
+    if new == old and all(int(s) == 1 for s in steps):
+        input_tensor._check_alive('slice')
+        return input_tensor                 # ttnn 0.81.1: a full-range slice is its input
 
     def fn(d):
         vals = numerics.unpad(d[0], old)[idx].contiguous()
@@ -199,6 +233,9 @@ builtins_slice = __builtins__['slice'] if isinstance(__builtins__, dict) else __
 def concat(tensors, dim=0, *, memory_config=None, output_tensor=None, groups=1,
            sub_core_grids=None):
     tensors = list(tensors)
+    if len(tensors) == 1 and tensors[0]._device is not None:
+        tensors[0]._check_alive('concat')
+        return tensors[0]                   # ttnn: concat of one tensor returns it
     layout = tensors[0].layout
     if any(t.layout != layout or t.dtype != tensors[0].dtype for t in tensors):
         raise RuntimeError('TT_FATAL: concat: all inputs need the same layout and dtype')

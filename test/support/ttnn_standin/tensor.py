@@ -3,10 +3,18 @@
 A TILE tensor stores its tile-padded data (last two dims rounded up to 32); the padding holds
 zeros after a host conversion, op-computed values after a matmul, and NaN ("undefined") after a
 tiled reshape/slice without `pad_value` — so code that contracts over padding sees garbage.
+
+Device buffers are shared as in ttnn 0.81.1 (checked against the real library by
+test/ttnn_dryrun/test_standin_agrees.py): a reshape view shares its input's `DeviceBuffer`;
+`deallocate(t)` (force=True) frees the buffer under every tensor on it — those still report
+is_allocated() like the real ones, but the stand-in raises on their next use (on hardware their
+memory silently goes to the next allocation); `deallocate(t, force=False)` does nothing while
+another live tensor shares the buffer.
 """
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import torch
 
@@ -14,13 +22,23 @@ from . import numerics
 from .types import DRAM_MEMORY_CONFIG, DataType, Layout, Shape
 
 _ids = itertools.count(1)
+_addresses = itertools.count(1)
+
+
+class DeviceBuffer:
+    """One device allocation; every tensor on it (a base and its views) holds this object."""
+
+    def __init__(self):
+        self.address = next(_addresses) * 4096
+        self.freed_by: str | None = None        # who freed it while other tensors shared it
+        self.owners: 'weakref.WeakSet[Tensor]' = weakref.WeakSet()
 
 
 class Tensor:
     """A host or device tensor. Values are float32 holding exact values of `dtype`."""
 
     def __init__(self, data: torch.Tensor, shape, dtype: DataType, layout: Layout, *,
-                 device=None, memory_config=None):
+                 device=None, memory_config=None, buffer: DeviceBuffer | None = None):
         self._data = data
         self._shape = Shape(shape)
         self._dtype = dtype
@@ -30,7 +48,10 @@ class Tensor:
         self._id = next(_ids)
         self._trace_owned = False   # placeholder produced while capturing a trace
         self._pad_defined = True    # False: tile padding holds undefined values
+        self._buffer = None
         if device is not None:
+            self._buffer = buffer if buffer is not None else DeviceBuffer()
+            self._buffer.owners.add(self)
             device._register(self)
 
     # -- spec ---------------------------------------------------------------------------------
@@ -71,8 +92,9 @@ class Tensor:
         return self._data is not None
 
     def buffer_address(self) -> int:
-        self._check_alive('buffer_address')
-        return self._id * 4096
+        if self._data is None:
+            raise RuntimeError(f'TT_FATAL: buffer_address: tensor {self._id} is deallocated')
+        return self._buffer.address if self._buffer is not None else 0
 
     def volume(self) -> int:
         n = 1
@@ -82,13 +104,30 @@ class Tensor:
 
     # -- lifetime -----------------------------------------------------------------------------
     def deallocate(self, force: bool = True) -> None:
+        buf = self._buffer
+        if buf is not None and self._data is not None and buf.freed_by is None:
+            others = [o for o in buf.owners if o is not self and o._data is not None]
+            if others and not force:
+                return                   # ttnn: a shared buffer stays while others hold it
+            if others:
+                buf.freed_by = f'deallocate(force=True) of tensor {self._id}'
         if self._device is not None:
             self._device._unregister(self)
         self._data = None
 
+    def _buffer_freed(self) -> bool:
+        """True when another tensor's forced deallocate freed this tensor's memory."""
+        return self._buffer is not None and self._buffer.freed_by is not None
+
     def _check_alive(self, what: str) -> None:
         if self._data is None:
             raise RuntimeError(f'TT_FATAL: {what}: tensor {self._id} is deallocated')
+        if self._buffer_freed():
+            raise RuntimeError(
+                f'stand-in: {what}: use after free: tensor {self._id} shares a device buffer '
+                f'that {self._buffer.freed_by} freed (ttnn 0.81.1 accepts this silently and the '
+                'memory goes to the next allocation); release a tensor with live views with '
+                'ttnn.deallocate(t, force=False)')
         if self._device is not None and not self._device._is_open:
             raise RuntimeError(f'TT_FATAL: {what}: tensor {self._id} lives on a closed device')
 

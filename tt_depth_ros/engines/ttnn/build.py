@@ -8,27 +8,34 @@ from tt_depth_ros.engines.ttnn.engine import TtnnEngine
 from tt_depth_ros.engines.ttnn.precision import parse_precision
 from tt_depth_ros.engines.ttnn.weight_cache import weight_cache_for
 
-MAX_SHAPES = 2   # traces the trace region is sized for (a node uses one camera shape)
+MAX_TRACED_SHAPES = 2   # default traces kept (a node uses one camera shape); LRU beyond
 
 
 def _family(model: str, config):
+    """(device network class, config, checkpoint key mapping, checkpoint reader) of a model.
+
+    The readers are the torch engines' own: DUSt3R's reads `.pth` with weights_only=True and
+    the argparse.Namespace allowlist of upstream training checkpoints.
+    """
     if model.startswith('da3'):
         from tt_depth_ros.engines.ttnn.da3_model import TtDA3
+        from tt_depth_ros.engines.weights import read_state_dict
         from tt_depth_ros.models.da3.checkpoint import map_state_dict
         from tt_depth_ros.models.da3.config import CONFIGS
-        return TtDA3, config or CONFIGS.get(model), map_state_dict
+        return TtDA3, config or CONFIGS.get(model), map_state_dict, read_state_dict
     if model.startswith('dust3r'):
         from tt_depth_ros.engines.ttnn.dust3r_model import TtDust3r
-        from tt_depth_ros.models.dust3r.checkpoint import map_state_dict
+        from tt_depth_ros.models.dust3r.checkpoint import map_state_dict, read_checkpoint
         from tt_depth_ros.models.dust3r.config import CONFIGS
-        return TtDust3r, config or CONFIGS.get(model), map_state_dict
+        return TtDust3r, config or CONFIGS.get(model), map_state_dict, read_checkpoint
     raise ValueError(f'ttnn backend: unknown model {model!r}')
 
 
 def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
                       weights: Optional[str] = None, revision: Optional[str] = None,
                       config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
-                      logger: Optional[Any] = None) -> TtnnEngine:
+                      logger: Optional[Any] = None,
+                      max_traced_shapes: int = MAX_TRACED_SHAPES) -> TtnnEngine:
     """Open the device, convert the weights and return an (unprepared) TtnnEngine.
 
     Args:
@@ -41,18 +48,23 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
         config: Model config override (tests).
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
         logger: Anything with `.info(str)`.
+        max_traced_shapes: Input shapes kept prepared (trace + per-shape buffers); the trace
+            region is sized for this many; a further shape evicts the least recently used.
     """
-    net_cls, cfg, map_sd = _family(model, config)
+    if int(max_traced_shapes) < 1:
+        raise ValueError(f'max_traced_shapes={max_traced_shapes}: need at least 1')
+    net_cls, cfg, map_sd, read = _family(model, config)
     if cfg is None:
         raise ValueError(f'ttnn backend: no config for {model!r}')
     precision = parse_precision(dtype, 'da3' if model.startswith('da3') else 'dust3r')
     if state_dict is None:
-        from tt_depth_ros.engines.weights import read_state_dict, resolve_weights
-        state_dict = read_state_dict(resolve_weights(model, weights, revision))
+        from tt_depth_ros.engines.weights import resolve_weights
+        state_dict = read(resolve_weights(model, weights, revision))
     sd = map_sd(state_dict)
     ttnn = load_ttnn()
     device, mode, grid = open_device(ttnn, device_id,
-                                     trace_region_size(net_cls.ops_estimate(cfg), MAX_SHAPES),
+                                     trace_region_size(net_cls.programs_estimate(cfg),
+                                                       int(max_traced_shapes)),
                                      logger)
     ctx = TtContext(ttnn, device, grid, mode, precision,
                     weight_cache_for(model, sd, precision.name))
@@ -63,4 +75,5 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     except BaseException:
         ttnn.close_device(device)
         raise
-    return TtnnEngine(ctx, net, model_name=model, device_id=device_id, logger=logger)
+    return TtnnEngine(ctx, net, model_name=model, device_id=device_id, logger=logger,
+                      max_traced_shapes=int(max_traced_shapes))

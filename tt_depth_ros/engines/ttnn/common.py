@@ -2,6 +2,13 @@
 
 Weight preprocessing is pure (torch in, torch out); uploads happen once at engine build.
 Engine code names the module `ttnn` so test/ttnn_conformance/ can audit every use.
+
+Buffer sharing (ttnn 0.81.1, seen by test/ttnn_dryrun/): `reshape` returns a view on its input's
+device buffer when the tile rows stay whole (row-major always; TILE when the last dim is kept
+and the second-to-last is kept or stays a multiple of 32), a full-range `slice` returns its input
+itself, and `deallocate(t)` defaults to force=True, which frees the buffer under every tensor
+sharing it. So a tensor that may have a live view is released with `deallocate(t, force=False)`
+(frees only an unshared buffer); the view's own deallocate frees the memory later.
 """
 from __future__ import annotations
 
@@ -35,6 +42,22 @@ def upload_weight(ctx, t: torch.Tensor, dtype=None):
                           layout=ttnn.TILE_LAYOUT, device=ctx.device,
                           memory_config=ttnn.DRAM_MEMORY_CONFIG,
                           cache_file_name=cache.next_name(t.shape))
+
+
+def image_to_tile(ctx, image):
+    """Persistent uint8 input (1, 1, H*W, 3) ROW_MAJOR -> bf16 TILE for the patch-embed conv.
+
+    ttnn 0.81.1 cannot tilize uint8 (tilize_with_val_padding accepts bf16/fp32/int32/uint32/
+    uint16 only), so the device typecasts the row-major uint8 to bf16 (exact for 0..255) and then
+    tilizes. Bytes over PCIe per frame, 280x504 RGB: uint8 (this) 423 KB; host bf16 with channels
+    padded to 4 (row-major, tilized on device) 1.13 MB; host-tilized bf16 (3 -> 32 lanes) 9.0 MB.
+    The device-side cost is one extra row-major pass over 6 B/pixel next to the tilized 64 B/pixel.
+    """
+    ttnn = ctx.ttnn
+    rm = ttnn.typecast(image, ttnn.bfloat16)
+    tile = ttnn.to_layout(rm, ttnn.TILE_LAYOUT)
+    ttnn.deallocate(rm)
+    return tile
 
 
 def linear_params(weight: torch.Tensor, bias: torch.Tensor | None,

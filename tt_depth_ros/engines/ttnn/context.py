@@ -6,7 +6,7 @@ works without tt-metal). Tests inject a CPU stand-in as `sys.modules['ttnn']`; n
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 # conv2d / pooling with kernels > 1 allocate halo/config buffers from the L1_SMALL region, which
@@ -14,15 +14,17 @@ from typing import Any, Optional
 # 3x3 convs of 256 channels at up to 8h x 8w; DA3's convs are the same widths.
 L1_SMALL_SIZE = 32 * 1024
 
-# Trace region: every captured op stores its dispatch commands and runtime args there. Measured
-# on Blackhole (spec/ttnn.md §2): ~950-1,066 ops fitted in 512 MiB and ~260 ops in ~90 MB, i.e.
-# <= ~0.5 MiB per op. We budget 0.5 MiB per op per traced shape, rounded up to 64 MiB.
-TRACE_BYTES_PER_OP = 512 * 1024
+# Trace region: every captured program stores its dispatch commands and runtime args there.
+# Measured on Blackhole (spec/ttnn.md §2): ~950-1,066 ops fitted in 512 MiB and ~260 ops in
+# ~90 MB, i.e. <= ~0.5 MiB per program (an upper bound; the mock device cannot capture, so the
+# dry run counts programs but not bytes). Budget: 0.5 MiB per program (the nets'
+# programs_estimate, from real-library counts) per traced shape, rounded up to 64 MiB.
+TRACE_BYTES_PER_PROGRAM = 512 * 1024
 
 
-def trace_region_size(ops_per_forward: int, max_shapes: int) -> int:
-    """Bytes to reserve for `max_shapes` traces of `ops_per_forward` ops each."""
-    need = ops_per_forward * max_shapes * TRACE_BYTES_PER_OP
+def trace_region_size(programs_per_forward: int, max_shapes: int) -> int:
+    """Bytes to reserve for `max_shapes` traces of `programs_per_forward` programs each."""
+    need = programs_per_forward * max_shapes * TRACE_BYTES_PER_PROGRAM
     step = 64 * 1024 * 1024
     return -(-need // step) * step
 
@@ -46,6 +48,8 @@ class TtContext:
     dispatch: str                  # 'eth' or 'worker'
     precision: Any                 # precision.Precision
     weight_cache: Any = None       # weight_cache.WeightCache or None
+    active_shape: Any = None       # the input shape being warmed/captured (engine.py)
+    shape_uses: dict = field(default_factory=dict)   # shape -> {(TtConv2d, hw)} it uses
 
     def matmul_config(self):
         return self.precision.kernel_config(self.ttnn)

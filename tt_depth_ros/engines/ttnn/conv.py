@@ -59,7 +59,16 @@ class TtConv2d:
             compute_config=self.ctx.matmul_config(), return_weights_and_bias=True)
         if ready is None:
             self.prepared[hw] = (w_dev, b_dev)
+        self.ctx.shape_uses.setdefault(self.ctx.active_shape, set()).add((self, hw))
         return out
+
+    def release_hw(self, hw) -> None:
+        """Free the device weights prepared for input size `hw` (an evicted shape's)."""
+        ready = self.prepared.pop(hw, None)
+        if ready is not None:
+            self.ctx.ttnn.deallocate(ready[0])
+            if ready[1] is not None:
+                self.ctx.ttnn.deallocate(ready[1])
 
     def release(self) -> None:
         for w, b in self.prepared.values():

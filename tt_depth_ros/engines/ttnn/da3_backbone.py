@@ -70,7 +70,7 @@ class TtDA3Backbone:
         tok = ttnn.concat([p2, state['tail']], dim=2)             # (1, 1, seq, D)
         ttnn.deallocate(p2)
         x = ttnn.reshape(tok, (1, sc.seq, self.cfg.embed_dim))
-        ttnn.deallocate(tok)
+        ttnn.deallocate(tok, force=False)      # x may be a view on tok's buffer (common.py)
         taps = []
         for i, blk in enumerate(self.blocks):
             nx = blk(x, state['attn'])
@@ -80,9 +80,9 @@ class TtDA3Backbone:
                 t = self.norm(x)
                 t2 = ttnn.slice(t, [0, 0, 0], [1, n, self.cfg.embed_dim], [1, 1, 1],
                                 pad_value=0.0)
-                ttnn.deallocate(t)
+                ttnn.deallocate(t, force=False)
                 taps.append(ttnn.reshape(t2, (1, 1, n, self.cfg.embed_dim), pad_value=0.0))
-                ttnn.deallocate(t2)
+                ttnn.deallocate(t2, force=False)
         ttnn.deallocate(x)
         return taps
 

@@ -2,13 +2,16 @@
 
 prepare(shape): per-shape constants -> persistent uint8 input -> eager warm-up (compiles every
 program, prepares conv weights) -> one trace per prepared shape. A shape arriving after a capture
-releases all traces (nothing may be allocated while one exists), warms the new shape and
-re-captures every shape. infer: host uint8 -> copy into the persistent input -> non-blocking
-execute_trace -> one blocking readback of the packed outputs. close: traces, tensors, device.
+releases all traces (nothing may be allocated while one exists), evicts the least recently used
+shapes beyond `max_traced_shapes` (their constants, inputs and per-shape conv weights; the trace
+region is sized for that many traces), warms the new shape and re-captures every kept shape.
+infer: host uint8 -> copy into the persistent input -> non-blocking execute_trace -> one
+blocking readback of the packed outputs. close: traces, tensors, device.
 """
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -30,14 +33,19 @@ class _Shape:
 
 
 class TtnnEngine(Engine):
-    """Args: ctx (context.TtContext), net (TtDA3 / TtDust3r), model name, logger."""
+    """The traced engine.
+
+    Args: ctx (context.TtContext), net (TtDA3 / TtDust3r), model name, logger,
+    max_traced_shapes (shapes kept prepared; the least recently used beyond it is evicted).
+    """
 
     def __init__(self, ctx, net, *, model_name: str, device_id: int = 0,
-                 logger: Optional[Any] = None):
+                 logger: Optional[Any] = None, max_traced_shapes: int = 2):
         self.ctx, self.net, self.model_name, self.device_id = ctx, net, model_name, device_id
         self.num_views = net.num_views
         self.logger = logger
-        self._shapes: dict[tuple[int, int], _Shape] = {}
+        self.max_traced_shapes = int(max_traced_shapes)
+        self._shapes: OrderedDict[tuple[int, int], _Shape] = OrderedDict()   # LRU first
         self._timings: dict[str, float] = {}
         self._closed = False
 
@@ -60,11 +68,15 @@ class TtnnEngine(Engine):
             raise RuntimeError('ttnn engine is closed')
         shape = (int(shape[0]), int(shape[1]))
         if shape in self._shapes:
+            self._shapes.move_to_end(shape)
             return
         ttnn = self.ctx.ttnn
         sc = shape_config(shape[0], shape[1], self.net.patch, self.net.prefix_tokens,
                           self.ctx.grid)
         self._release_traces()            # allocation below is unsafe while a trace exists
+        while len(self._shapes) >= self.max_traced_shapes:
+            self._evict(next(iter(self._shapes)))
+        self.ctx.active_shape = shape
         t0 = time.perf_counter()
         state = self.net.build_shape(sc)
         inputs = []
@@ -84,6 +96,7 @@ class TtnnEngine(Engine):
             for x in inputs:
                 ttnn.deallocate(x)
             self.net.release_shape(state)
+            self._release_conv_weights(shape)
             raise
         self._shapes[shape] = _Shape(sc, state, inputs)
         self._log(f'ttnn: warmed {shape[0]}x{shape[1]} in {time.perf_counter() - t0:.1f} s '
@@ -93,6 +106,7 @@ class TtnnEngine(Engine):
     def _capture_all(self) -> None:
         ttnn = self.ctx.ttnn
         for shape, e in self._shapes.items():
+            self.ctx.active_shape = shape
             t0 = time.perf_counter()
             tid = ttnn.begin_trace_capture(self.ctx.device, cq_id=0)
             try:
@@ -106,6 +120,23 @@ class TtnnEngine(Engine):
             e.trace = tid
             self._log(f'ttnn: captured trace for {shape[0]}x{shape[1]} in '
                       f'{time.perf_counter() - t0:.2f} s')
+
+    def _evict(self, shape) -> None:
+        """Drop a prepared shape (trace already released): inputs, constants, conv weights."""
+        e = self._shapes.pop(shape)
+        for x in e.inputs:
+            self.ctx.ttnn.deallocate(x)
+        self.net.release_shape(e.state)
+        self._release_conv_weights(shape)
+        self._log(f'ttnn: evicted {shape[0]}x{shape[1]} (least recently used; '
+                  f'max_traced_shapes={self.max_traced_shapes})')
+
+    def _release_conv_weights(self, shape) -> None:
+        """Per-shape conv weights used by `shape` and by no kept shape."""
+        used = self.ctx.shape_uses.pop(shape, set())
+        kept = set().union(*self.ctx.shape_uses.values()) if self.ctx.shape_uses else set()
+        for conv, hw in used - kept:
+            conv.release_hw(hw)
 
     def _release_traces(self) -> None:
         ttnn = self.ctx.ttnn
@@ -126,6 +157,7 @@ class TtnnEngine(Engine):
             self.prepare(shape)
         ttnn = self.ctx.ttnn
         e = self._shapes[shape]
+        self._shapes.move_to_end(shape)
         t0 = time.perf_counter()
         for img, dst in zip(images, e.inputs):
             # copy: the caller's array may be read-only (torch.from_numpy would warn)

@@ -49,7 +49,7 @@ class TtResize:
         ttnn = self.ctx.ttnn
         t = ttnn.reshape(x, (1, self.h, self.w, self.c), pad_value=0.0)
         tt = ttnn.transpose(t, -2, -1)                                   # (1, H, C, W)
-        ttnn.deallocate(t)
+        ttnn.deallocate(t, force=False)     # t is a view on x's buffer when W % 32 == 0
         y = self._matmul2(tt, self.aw_t, right=True)                    # (1, H, C, Wo)
         ttnn.deallocate(tt)
         yt = ttnn.transpose(y, -2, -1)                                   # (1, H, Wo, C)
@@ -57,9 +57,9 @@ class TtResize:
         flat = ttnn.reshape(yt, (1, 1, self.h, self.wo * self.c), pad_value=0.0)
         ttnn.deallocate(yt)
         z = self._matmul2(flat, self.ah, right=False)                   # (1, 1, Ho, Wo*C)
-        ttnn.deallocate(flat)
+        ttnn.deallocate(flat, force=False)
         out = ttnn.reshape(z, (1, 1, self.ho * self.wo, self.c), pad_value=0.0)
-        ttnn.deallocate(z)
+        ttnn.deallocate(z, force=False)
         return out
 
     def _matmul2(self, x, mats, right: bool):

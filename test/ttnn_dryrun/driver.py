@@ -1,0 +1,186 @@
+"""Run the project's ttnn engine through the REAL ttnn 0.81.1 on a mock p150 and report.
+
+    .venv/bin/python test/ttnn_dryrun/driver.py --model da3-tiny [--size 280x504 ...]
+        [--grid 11x10|13x10] [--json OUT]
+
+The engine (tt_depth_ros.engines.ttnn, rule-v1 weights) runs in this interpreter with the real
+library behind `ttnn` (bridge.py -> server.py in the side venv, environment.py). It goes through
+its whole public life: build_ttnn_engine, prepare per size (eager warm-up, trace capture), infer
+per size (upload, execute_trace, readback, unpack), close. Nothing numeric is checked (device
+reads return zeros): the report lists what the real library rejected, the buffer hazards
+(monitor.py), programs per traced forward and the peak DRAM/L1 the real allocator held.
+Exit status 1 when anything other than the expected ETH-dispatch refusal was recorded.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(HERE), str(ROOT / 'test'), str(ROOT)]
+
+import environment  # noqa: E402
+
+# name: (engine model, weights source, default sizes = the golden fixtures' sizes)
+MODELS = {
+    'da3-tiny': ('da3metric-tiny', 'da3_tiny', ['280x504', '378x504', '518x518']),
+    'dust3r-tiny': ('dust3r-tiny', 'dust3r_tiny', ['80x112', '384x512', '512x384']),
+    'da3-large': ('da3metric-large', 'da3_large', ['280x504']),
+    'dust3r-large': ('dust3r-vitl-512-dpt', 'dust3r_large', ['384x512']),
+}
+HARVEST = {'13x10': 0, '11x10': 3}     # Tensix columns harvested in the mock descriptor
+
+
+def state_dict(source: str):
+    import numpy as np
+    import torch
+
+    from support.weight_rule import rule_v1_state_dict
+    if source == 'da3_tiny':
+        from support.da3_fixtures import tiny_key_shapes
+        shapes = tiny_key_shapes()
+    elif source == 'da3_large':
+        from support.da3_fixtures import large_key_shapes
+        shapes = large_key_shapes()
+    elif source == 'dust3r_tiny':
+        from support import dust3r_data
+        shapes = dust3r_data.tiny_key_shapes()
+    else:
+        from support import dust3r_data
+        shapes = {k['key']: tuple(k['shape']) for k in dust3r_data.full_keys()}
+    return {k: torch.from_numpy(np.asarray(v)) for k, v in rule_v1_state_dict(shapes).items()}
+
+
+def mock_descriptor(grid: str, workdir: Path) -> Path:
+    text = environment.MOCK_DESC.read_text()
+    text, n = re.subn(r'(\n\s+harvest_mask:\s*)\d+', rf'\g<1>{HARVEST[grid]}', text)
+    if n != 1:
+        raise RuntimeError(f'{environment.MOCK_DESC}: expected one harvest_mask line, got {n}')
+    out = workdir / f'p150_mock_{grid}.yaml'
+    out.write_text(text)
+    return out
+
+
+def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=None) -> dict:
+    """One model through build/prepare/infer/close; returns the report (see module doc)."""
+    import numpy as np
+    from bridge import Bridge
+    engine_name, source, default_sizes = MODELS[model]
+    sizes = sizes or default_sizes
+    work = Path(tempfile.mkdtemp(prefix='tt_depth_ros_dryrun_'))
+    env = environment.side_env()
+    env['TT_METAL_MOCK_CLUSTER_DESC_PATH'] = str(mock_descriptor(grid, work))
+    py = environment.ensure_dryrun_venv()
+    os.environ['TT_DEPTH_ROS_TTNN_CACHE'] = str(work / 'weight_cache')
+    t_start = time.perf_counter()
+    bridge = Bridge(str(py), env, work / 'real_ttnn.log')
+    sys.modules['ttnn'] = bridge.module
+    result = {'model': model, 'engine_model': engine_name, 'grid_requested': grid,
+              'sizes': sizes, 'status': 'started', 'timings_s': {}}
+    eng = None
+    try:
+        from tt_depth_ros.engines.ttnn import build_ttnn_engine
+        sd = state_dict(source)
+        bridge.phase('build')
+        t0 = time.perf_counter()
+        kwargs = {} if max_traced_shapes is None else {'max_traced_shapes': max_traced_shapes}
+        eng = build_ttnn_engine(engine_name, state_dict=sd, **kwargs)
+        del sd
+        result['timings_s']['build'] = round(time.perf_counter() - t0, 1)
+        result['dispatch'], result['grid'] = eng.ctx.dispatch, list(eng.ctx.grid)
+        result['programs_estimate'] = eng.net.programs_estimate(eng.net.cfg)
+        result['max_traced_shapes'] = eng.max_traced_shapes
+        rng = np.random.default_rng(0)
+        outputs = {}
+        for s in sizes:
+            h, w = (int(v) for v in s.split('x'))
+            bridge.phase(f'prepare {s}')
+            t0 = time.perf_counter()
+            eng.prepare((h, w))
+            result['timings_s'][f'prepare {s}'] = round(time.perf_counter() - t0, 1)
+            bridge.phase(f'infer {s}')
+            imgs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+                    for _ in range(eng.num_views)]
+            out = eng.infer(*imgs)
+            outputs[s] = {k: list(v.shape) for k, v in out.items()}
+        result['outputs'] = outputs
+        result['engine_info'] = eng.info.details
+        bridge.phase('close')
+        eng.close()
+        eng = None
+        result['status'] = 'completed'
+    except Exception as e:
+        import traceback
+        result['status'] = 'stopped'
+        result['exception'] = f'{type(e).__name__}: {e}'[:3000]
+        result['traceback'] = traceback.format_exc()[-4000:]
+    finally:
+        if eng is not None:
+            try:
+                eng.close()
+            except Exception as e:
+                result['close_error'] = str(e)[:500]
+        try:
+            rep = bridge.report()
+        except Exception as e:
+            rep = {'records': [], 'report_error': str(e)}
+        bridge.close()
+        sys.modules.pop('ttnn', None)
+    result.update(rep)
+    result['timings_s']['total'] = round(time.perf_counter() - t_start, 1)
+    for rec in result['records']:
+        # the engine asks for ETH dispatch first and reopens with Tensix dispatch by design
+        if rec['op'] == 'ttnn.open_device' and result.get('dispatch') == 'worker' and \
+                'ETH' in rec['error'] + json.dumps(rec['kwargs']):
+            rec['kind'] = 'expected'
+    result['problems'] = problems(result)
+    return result
+
+
+def problems(result: dict) -> list[str]:
+    """One line per distinct unexpected record (kind, op, site, last error line) or failure."""
+    out = []
+    if result['status'] != 'completed':
+        out.append(f"run {result['status']}: {result.get('exception', '?')}")
+    seen = set()
+    for rec in result.get('records', []):
+        if rec['kind'] == 'expected':
+            continue
+        line = rec['error'].strip().splitlines()[-1][:240] if rec['error'].strip() else '?'
+        key = (rec['kind'], rec['op'], rec['site'], line)
+        if key not in seen:
+            seen.add(key)
+            out.append(f"{rec['kind']}: {rec['op']} at {rec['site']} [{rec['phase']}]: {line}")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--model', choices=sorted(MODELS), required=True)
+    ap.add_argument('--size', action='append', default=[], help='HxW (repeatable)')
+    ap.add_argument('--grid', choices=sorted(HARVEST), default='11x10')
+    ap.add_argument('--max-traced-shapes', type=int)
+    ap.add_argument('--json', help='write the full report here')
+    a = ap.parse_args()
+    r = run(a.model, a.size, a.grid, a.max_traced_shapes)
+    if a.json:
+        Path(a.json).write_text(json.dumps(r, indent=1))
+    summary = {k: r.get(k) for k in ('model', 'status', 'dispatch', 'grid', 'sizes',
+                                     'timings_s', 'peak_bytes', 'traces')}
+    print(json.dumps(summary, indent=1))
+    for p in r['problems']:
+        print('PROBLEM', p)
+    if 'traceback' in r:
+        print(r['traceback'])
+    return 1 if r['problems'] else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
