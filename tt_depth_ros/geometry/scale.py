@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 SOURCES = ('none', 'baseline', 'depth')
-METRIC_SOURCES = ('baseline', 'depth')
+METRIC_SOURCES = ('baseline', 'depth', 'camera_height')
+"""Sources whose scaled lengths are metres ('camera_height': geometry/ground_plane.py)."""
 
 
 @dataclass(frozen=True)
