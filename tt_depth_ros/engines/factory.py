@@ -35,7 +35,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
                  device_id: int = 0, dtype: Any = None, revision: Optional[str] = None,
                  config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
                  logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None,
-                 accept_license: Optional[bool] = None) -> Engine:
+                 accept_license: Optional[bool] = None,
+                 num_views: Optional[int] = None) -> Engine:
     """Build an engine for `model` on the selected backend.
 
     Args:
@@ -52,6 +53,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         cuda_graphs: torch-cuda only: capture CUDA graphs per shape (default True on CUDA).
         accept_license: DA3 family: opt-in for CC-BY-NC-4.0 checkpoints (None: the
             TT_DEPTH_ACCEPT_NC_LICENSE environment variable; engines/da3_family_weights.py).
+        num_views: DA3 any-view / NESTED: views per forward (engines/da3.py; None = 1).
 
     Returns:
         An Engine (not yet prepared for a shape).
@@ -86,6 +88,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
                                       f'({FAMILIES[model]} missing: {e})') from e
     device = f'cuda:{device_id}' if chosen == 'torch-cuda' else 'cpu'
     extra = {'accept_license': accept_license} if FAMILIES[model].endswith('.da3') else {}
+    if num_views is not None and extra:
+        extra['num_views'] = int(num_views)
     return family.build_torch_engine(model, device=device, dtype=dtype, weights=weights,
                                      revision=revision, config=config, state_dict=state_dict,
                                      cuda_graphs=cuda_graphs, logger=logger, **extra)

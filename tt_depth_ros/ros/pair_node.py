@@ -36,6 +36,7 @@ from tf2_msgs.msg import TFMessage
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
 from tt_depth_ros.geometry.scale import METRIC_SOURCES, ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.ros.anyview_pair import ANYVIEW_PAIR_MODELS, make_pair_pipeline
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth
@@ -79,10 +80,11 @@ class PairNode(PerceptionLifecycleNode):
     def validate(self) -> list[str]:
         """Cross-parameter checks: model family, network size, scale source per mode."""
         p, errors = self.p, []
-        if p['model'] not in DUST3R_MODELS and not p['engine_plugin']:
-            errors.append(f"model={p['model']!r} is not a DUSt3R model; use one of "
-                          f'{list(DUST3R_MODELS)} (e.g. -p model:=dust3r-vitl-512-dpt)')
-        if p['network_size'] % 16:
+        if p['model'] not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p['engine_plugin']:
+            errors.append(f"model={p['model']!r} is not a pair model; use one of "
+                          f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
+                          '(e.g. -p model:=dust3r-vitl-512-dpt)')
+        if p['network_size'] % 16 and p['model'] in DUST3R_MODELS and not p['engine_plugin']:
             errors.append(f"network_size={p['network_size']} must be a multiple of 16")
         if p['scale_source'] == 'baseline':
             if p['mode'] != 'stereo':
@@ -98,6 +100,16 @@ class PairNode(PerceptionLifecycleNode):
             errors.append(str(exc))
         return errors
 
+    def build_engine(self):
+        """DA3 any-view models get a two-view engine; everything else as the base builds it."""
+        if self.p['model'] not in ANYVIEW_PAIR_MODELS or self.p['engine_plugin']:
+            return super().build_engine()
+        from tt_depth_ros.engines.factory import build_engine  # heavy (torch): only when used
+        return build_engine(self.p['model'], weights=self.p['weights_path'] or None,
+                            backend=self.p['backend'], device_id=self.p['device_id'],
+                            revision=self.p['revision'] or None, logger=self.get_logger(),
+                            num_views=2)
+
     def _settings(self) -> PairSettings:
         p = self.p
         return PairSettings(p['network_size'], p['preprocess_mode'], p['conf_threshold'],
@@ -110,11 +122,11 @@ class PairNode(PerceptionLifecycleNode):
         w, h = self.p['expected_width'], self.p['expected_height']
         if not (w and h):
             return []
-        return [PairPipeline(None, self._settings()).plan_for(w, h).net_hw]
+        return [make_pair_pipeline(self.engine, self._settings()).plan_for(w, h).net_hw]
 
     def create_outputs(self) -> None:
         """Lifecycle publishers (topics relative: remappable, namespace-able)."""
-        self.pipeline = PairPipeline(self.engine, self._settings())
+        self.pipeline = make_pair_pipeline(self.engine, self._settings())
         pub = self.add_publisher
         self._out = {
             'points': pub(PointCloud2, 'points'), 'depth': pub(Image, 'depth'),
@@ -250,7 +262,7 @@ class PairNode(PerceptionLifecycleNode):
         with self._info_lock:
             self._info.update(scale_source=scale.source, scale=scale.value,
                               scale_support=scale.support,
-                              units='metres' if scale.metric else 'dust3r-units')
+                              units='metres' if scale.metric else self.pipeline.units)
             if not scale.ok:
                 self._info['scale_failures'] += 1
         if not scale.ok:
@@ -309,7 +321,7 @@ class PairNode(PerceptionLifecycleNode):
         if not self._pose_ok(result, skips_frame=True):
             return None
         z_key = result.pts1[..., 2]
-        scale = self.chain.pair_scale(z_key, result.mask1)
+        scale = self.pipeline.chain_scale(self.chain.pair_scale(z_key, result.mask1))
         if not self._scale_ok(scale):
             return None
         z_frame = result.depth2(1.0)
@@ -380,9 +392,12 @@ class PairNode(PerceptionLifecycleNode):
             extra = {k: v for k, v in self._info.items()}
         extra['mode'] = self.p['mode']
         extra['scale_source_configured'] = self.p['scale_source']
-        metric = self.p['scale_source'] in METRIC_SOURCES
+        metric = self.p['scale_source'] in METRIC_SOURCES or (
+            self.pipeline is not None and self.pipeline.metric_model)
+        units = self.pipeline.units if self.pipeline is not None else 'dust3r-units'
+        extra['engine'] = self.pipeline.engine_label if self.pipeline is not None else ''
         extra['depth_output'] = ('depth (32FC1 metres)' if metric else
-                                 'depth_unscaled (DUSt3R units)'
+                                 f'depth_unscaled ({units})'
                                  if self.p['publish_unscaled_depth'] else
                                  'none (no metric scale)')
         if self.pairer is not None and self.p['mode'] == 'stereo':

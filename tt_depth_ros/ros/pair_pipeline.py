@@ -97,6 +97,10 @@ class PairPipeline:
         settings: processing options.
     """
 
+    metric_model = False            # DUSt3R lengths are unit-free until a scale source
+    units = 'dust3r-units'
+    engine_label = 'DUSt3R two-view, pose from PnP-RANSAC'
+
     def __init__(self, engine, settings: PairSettings):
         self.s = settings
         self._plans: dict[tuple[int, int], Dust3rPlan] = {}
@@ -154,6 +158,10 @@ class PairPipeline:
         grid = self.metric_on_grid(result.plan1, metric_depth1)
         return median_ratio_scale(grid, result.api.depth_1, result.mask1,
                                   min_support=self.s.min_scale_support)
+
+    def chain_scale(self, scale: ScaleResult) -> ScaleResult:
+        """A temporal chaining scale as reported (any-view pipelines relabel a metric model's)."""
+        return scale
 
     @staticmethod
     def metric_on_grid(plan: Dust3rPlan, metric_depth: np.ndarray) -> np.ndarray:
