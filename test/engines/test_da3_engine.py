@@ -164,3 +164,24 @@ def test_anyview_models_are_torch_only():
     from support.da3_fixtures import anyview_state_dict
     with pytest.raises(BackendUnavailableError, match='no ttnn implementation'):
         build_engine('da3-anyview-tiny', backend='ttnn', state_dict=anyview_state_dict())
+
+
+def test_anyview_bfloat16_backbone_on_cpu():
+    from support.da3_fixtures import anyview_golden, anyview_png, anyview_state_dict
+    eng = build_engine('da3-anyview-tiny', backend='torch-cpu', dtype='bfloat16',
+                       state_dict=anyview_state_dict())
+    vit = eng.model.backbone.pretrained
+    assert vit.camera_token.dtype == vit.blocks[3].attn.q_norm.weight.dtype == torch.bfloat16
+    assert eng.model.head.norm.weight.dtype == eng.model.cam_dec.fc_t.weight.dtype == torch.float32
+    out = eng.infer(anyview_png('scene0_280x504_view0.png'))
+    g = anyview_golden('tiny_1v_280x504.npz')
+    assert np.median(np.abs(out['depth'] - g['depth'][0]) / g['depth'][0]) < 0.05
+    np.testing.assert_allclose(out['intrinsics'], g['intrinsics'][0], rtol=0.05)
+    eng.close()
+
+
+def test_anyview_weights_are_safetensors_only(tmp_path):
+    pth = tmp_path / 'model.pth'
+    torch.save({'w': torch.zeros(1)}, pth)
+    with pytest.raises(ValueError, match='safetensors only'):
+        build_engine('da3-anyview-tiny', backend='torch-cpu', weights=str(pth))

@@ -96,7 +96,12 @@ def build_model(model: str, *, weights: Optional[str] = None, revision: Optional
     kind = model_kind(model)
     family.require_license(model, accept_license)
     if state_dict is None:
-        state_dict = read_state_dict(resolve_weights(model, weights, revision))
+        path = resolve_weights(model, weights, revision)
+        if model in TORCH_ONLY and path.suffix != '.safetensors':
+            raise ValueError(f'{model}: weights {path} are not a .safetensors file; the any-view '
+                             'and NESTED checkpoints are read from safetensors only (never '
+                             'pickles)')
+        state_dict = read_state_dict(path)
     if kind == 'nested':
         net: Net = NestedDA3(*config) if config is not None else NestedDA3()
         load_nested_state_dict(net, state_dict)
