@@ -129,18 +129,40 @@ class AnyviewPairPipeline(PairPipeline):
             self._plans[key] = Dust3rPlan(key, (w, h), (0, 0, w, h), 'crop', 'DA3')
         return self._plans[key]
 
-    def run(self, rgb1, rgb2, K1, K2) -> AnyviewPairResult:
-        """One pair; ValueError when both views do not map to one network grid."""
+    def run(self, rgb1, rgb2, K1, K2, context=()) -> AnyviewPairResult:
+        """One pair; ValueError when the views do not map to one network grid.
+
+        Args:
+            rgb1: (H, W, 3) uint8 view 1 (the reference / keyframe).
+            rgb2: (H, W, 3) uint8 view 2 (camera 2 / the current frame).
+            K1: view-1 intrinsics at its image size, None = the model's estimate.
+            K2: view-2 intrinsics at its image size, None = the model's estimate.
+            context: RGB images of extra views (temporal window: earlier keyframes) that go
+                through the same forward between view 1 and view 2; padded with repeats of the
+                oldest one (or of view 1) to the engine's view count, so one engine shape serves
+                every window fill.
+        """
         t0 = time.perf_counter()
-        plans = [self.plan_for(r.shape[1], r.shape[0]) for r in (rgb1, rgb2)]
-        if plans[0].net_hw != plans[1].net_hw:
+        extra = list(context)
+        n_extra = self.engine.num_views - 2
+        if len(extra) > n_extra:
+            raise ValueError(f'{len(extra)} context views for a {self.engine.num_views}-view '
+                             'engine')
+        extra += [extra[-1] if extra else rgb1] * (n_extra - len(extra))
+        views = [rgb1, *extra, rgb2]
+        plans = [self.plan_for(r.shape[1], r.shape[0]) for r in views]
+        if len({p.net_hw for p in plans}) != 1:
             raise ValueError(f'the views map to different DA3 grids {plans[0].net_hw} and '
-                             f'{plans[1].net_hw}; give both cameras the same aspect ratio')
+                             f'{plans[-1].net_hw}; give both cameras the same aspect ratio')
         net_hw = plans[0].net_hw
-        nets = [resize_to_network(r, net_hw, self.s.network_size) for r in (rgb1, rgb2)]
+        nets = [resize_to_network(r, net_hw, self.s.network_size) for r in views]
         t1 = time.perf_counter()
         out = self.engine.infer(*nets)
         t2 = time.perf_counter()
+        pick = [0, len(views) - 1]
+        out = {k: v[pick] for k, v in out.items() if k in ('depth', 'conf', 'intrinsics',
+                                                           'extrinsics')}
+        plans, nets = [plans[0], plans[-1]], [nets[0], nets[-1]]
         net_wh = (net_hw[1], net_hw[0])
         K_est = [np.asarray(k, np.float64) for k in out['intrinsics']]
         Ks = [K_est[i] if K is None else scale_intrinsics(K, plans[i].src_wh, net_wh)

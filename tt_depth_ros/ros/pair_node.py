@@ -69,6 +69,7 @@ class PairNode(PerceptionLifecycleNode):
         self._metric = StampedCache(30)
         self._info_lock = threading.Lock()
         self._pair_times: deque = deque(maxlen=256)
+        self._window: deque = deque()    # earlier keyframes (rgb) of the temporal window
         self._info: dict = {}
         super().__init__(node_name, **kwargs)
 
@@ -91,6 +92,10 @@ class PairNode(PerceptionLifecycleNode):
                 errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
             if p['baseline_m'] <= 0:
                 errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
+        if p['window_size'] > 2 and (p['mode'] != 'temporal' or (
+                p['model'] not in ANYVIEW_PAIR_MODELS and not p['engine_plugin'])):
+            errors.append(f"window_size={p['window_size']} needs mode='temporal' and a DA3 "
+                          f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
         if bool(p['expected_width']) != bool(p['expected_height']):
             errors.append('expected_width and expected_height must both be 0 or both be set')
         try:
@@ -108,7 +113,8 @@ class PairNode(PerceptionLifecycleNode):
         return build_engine(self.p['model'], weights=self.p['weights_path'] or None,
                             backend=self.p['backend'], device_id=self.p['device_id'],
                             revision=self.p['revision'] or None, logger=self.get_logger(),
-                            num_views=2)
+                            num_views=self.p['window_size'] if self.p['mode'] == 'temporal'
+                            else 2)
 
     def _settings(self) -> PairSettings:
         p = self.p
@@ -154,6 +160,7 @@ class PairNode(PerceptionLifecycleNode):
             self.subscribe_image('camera2/image', lambda m: self._on_stereo(1, m))
         else:
             self.chain.reset()
+            self._window = deque(maxlen=max(self.p['window_size'] - 2, 0))
             self.subscribe_camera_info('camera_info', 'camera')
             self.subscribe_image('image', self._on_temporal)
         self._metric.clear()
@@ -211,7 +218,7 @@ class PairNode(PerceptionLifecycleNode):
         ok, K = self._intrinsics(key, rgb.shape[1], rgb.shape[0])
         return (rgb, K) if ok else None
 
-    def _run(self, rgb1, K1, rgb2, K2):
+    def _run(self, rgb1, K1, rgb2, K2, context=()):
         try:
             plan = self.pipeline.plan_for(rgb1.shape[1], rgb1.shape[0])
         except ValueError as exc:
@@ -220,7 +227,7 @@ class PairNode(PerceptionLifecycleNode):
         self.ensure_prepared(plan.net_hw)
         self.pipeline.set_conf_threshold(self.p['conf_threshold'])   # runtime parameter
         try:
-            return self.pipeline.run(rgb1, rgb2, K1, K2)
+            return self.pipeline.run(rgb1, rgb2, K1, K2, context)
         except ValueError as exc:
             self.reject('pair', str(exc))
             return None
@@ -314,7 +321,7 @@ class PairNode(PerceptionLifecycleNode):
         if self.chain.keyframe is None:
             return self._start_chain(msg, rgb, K, stamp_ns, parent, child)
         kf_msg, kf_rgb, kf_K = self.chain.keyframe.data
-        result = self._run(kf_rgb, kf_K, rgb, K)
+        result = self._run(kf_rgb, kf_K, rgb, K, tuple(reversed(self._window)))
         if result is None:
             return None
         self._last_stages = dict(result.timings)
@@ -331,6 +338,8 @@ class PairNode(PerceptionLifecycleNode):
         step = self.chain.track(result.T_units, scale, (msg, rgb, K), stamp_ns,
                                 frame_depth=np.nan_to_num(z_frame, nan=0.0),
                                 frame_mask=result.mask2, frame_metric_depth=metric_grid)
+        if step.promoted and self._window.maxlen:
+            self._window.append(kf_rgb)     # the old keyframe joins the window
         with self._info_lock:
             self._info.update(keyframes=self.chain.keyframes_made,
                               last_keyframe_reason=step.promoted or self._info.get(

@@ -62,6 +62,9 @@ PAIR_PARAMS = (
               int_range=(0, 1000000)),
     ParamSpec('keyframe_max_rotation_deg', 15.0, 'Temporal: new keyframe beyond this rotation.',
               float_range=(0.0, 180.0)),
+    ParamSpec('window_size', 2, 'Temporal, DA3 any-view models: views per forward = the frame, '
+              'the current keyframe and up to window_size - 2 earlier keyframes (2 = pairs).',
+              int_range=(2, 16)),
     ParamSpec('keyframe_max_translation', 0.0, 'Temporal: new keyframe beyond this translation '
               '(trajectory units; 0 = off).', float_range=(0.0, 1e6)),
 )

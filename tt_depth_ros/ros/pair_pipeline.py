@@ -126,7 +126,7 @@ class PairPipeline:
         return self._plans[key]
 
     def run(self, rgb1: np.ndarray, rgb2: np.ndarray, K1: np.ndarray | None,
-            K2: np.ndarray | None) -> PairResult:
+            K2: np.ndarray | None, context=()) -> PairResult:
         """One pair in DUSt3R units with camera 2's PnP pose. ValueError for unusable inputs.
 
         Args:
@@ -135,7 +135,10 @@ class PairPipeline:
             K1: camera-1 intrinsics at its image size (None: unknown).
             K2: camera-2 intrinsics at its image size (None: focal estimated from view 1,
                 valid when both views come from one camera).
+            context: extra views (multi-view engines only; DUSt3R takes exactly two).
         """
+        if len(context):
+            raise ValueError('DUSt3R takes two views; window_size > 2 needs an any-view model')
         return PairResult(self.predictor(rgb1, rgb2, K1, K2, pose=True), self.s.conf_threshold)
 
     def stereo_scale(self, result: PairResult, metric_depth1: np.ndarray | None = None

@@ -92,11 +92,13 @@ def test_stereo_anyview_pose_depth_cloud(kind):
         probe.close()
 
 
-def test_temporal_anyview_chain_one_unit_and_no_metric_depth():
-    """Relative any-view, temporal: trajectory up to one global unit, nothing on `depth`."""
-    ns, n = '/pair_av_temporal', 6
+@pytest.mark.parametrize('window', [2, 4])
+def test_temporal_anyview_chain_one_unit_and_no_metric_depth(window):
+    """Relative any-view, temporal (pairs, and a 4-view window): one unit, nothing on `depth`."""
+    ns, n = f'/pair_av_temporal_{window}', 6
     params = _params('temporal', 'anyview', keyframe_every_n=2, keyframe_max_rotation_deg=0.0,
-                     publish_unscaled_depth=True)
+                     publish_unscaled_depth=True, window_size=window)
+    params['engine_plugin_args'] = params['engine_plugin_args'][:-1] + f', "views": {window}}}'
     probe = PairProbe(ns, 'temporal')
     try:
         with spawn(pair_node_cmd(ns, params), env=child_env(), name='pair_av_temporal') as proc:
@@ -122,6 +124,9 @@ def test_temporal_anyview_chain_one_unit_and_no_metric_depth():
             probe.wait_stamp('depth_unscaled', (50 + n - 1) * 100 * MS)
             diag = probe.wait_diag(lambda v: v.get('keyframes') == '3')
             assert diag['units'] == 'model units (relative)' and 'DA3 any-view' in diag['engine']
+            if window == 4:   # keyframes 0, 2, 4: frame 5 sees keyframe 4, then 2, 0 (newest first)
+                assert 'anyview-double views [4, 2, 0, 5]' in proc.log_text()
+                assert 'anyview-double views [0, 0, 0, 1]' in proc.log_text()   # padded start
             assert proc.poll() is None, proc.log_text()
     finally:
         probe.close()
