@@ -8,7 +8,7 @@ The fit is RANSAC over plane hypotheses from point triples (numpy, seeded: the s
 same plane on every run), restricted to planes whose upward normal lies within `max_tilt_deg` of
 the camera's "up" (-y in the optical frame: x right, y down, z forward) and that lie below the
 camera. The inlier band is relative, |n.p + d| <= tolerance * d, so it does not depend on the
-cloud's unknown unit. The winning hypothesis is refined by least squares over its inliers. A fit
+cloud's unknown unit. The winning hypothesis is refined by least squares (REFINE_ROUNDS). A fit
 is refused (no scale) when too few points, or too small a fraction of the valid points, lie on the
 plane: the ground is then not visible, and a wall or a table top must not be taken for it.
 """
@@ -22,6 +22,10 @@ from tt_depth_ros.geometry.scale import ScaleResult
 
 UP_OPTICAL = np.array([0.0, -1.0, 0.0])
 """Camera 'up' in the optical frame (y points down)."""
+REFINE_ROUNDS = 3
+"""Least-squares refinements of the RANSAC plane, each over the points within 3x the median
+residual of the previous one (at most `tolerance`): points of a wall near the floor line, inside
+the wide RANSAC band, would otherwise tilt the plane."""
 
 
 @dataclass(frozen=True)
@@ -106,9 +110,13 @@ def fit_ground_plane(points: np.ndarray, *, max_tilt_deg: float = 35.0,
     counts = (residual <= tolerance * d).sum(axis=0)
     best = int(np.argmax(counts))
     on = residual[:, best] <= tolerance * d[best]
-    n_ref, d_ref = _refine(pts[on])
-    n_ref, d_ref = _orient(n_ref, np.asarray(d_ref))
-    res = np.abs(pts @ n_ref + d_ref)
+    for _ in range(REFINE_ROUNDS):   # least squares; the band shrinks to the plane's own noise
+        n_ref, d_ref = _refine(pts[on])
+        n_ref, d_ref = _orient(n_ref, np.asarray(d_ref))
+        res = np.abs(pts @ n_ref + d_ref)
+        band = min(tolerance, max(3.0 * float(np.median(res[on])) / max(float(d_ref), 1e-12),
+                                  1e-6))
+        on = res <= band * d_ref
     on = res <= tolerance * d_ref
     count = int(on.sum())
     ratio = count / len(pts)
