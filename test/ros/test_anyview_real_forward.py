@@ -115,3 +115,51 @@ def test_tiny_anyview_depth_and_pair_nodes(tmp_path):
             assert pd.poll() is None and pp.poll() is None, logs
     finally:
         probe.close()
+
+
+def test_tiny_nested_metres_with_the_camera_info_focal():
+    """Real NESTED (tiny branches) in the depth node: depth = engine metres x f_used / f_est."""
+    import importlib.util
+
+    from rosutil import NODES_DIR
+
+    spec = importlib.util.spec_from_file_location('tiny_nested_engine',
+                                                  NODES_DIR / 'tiny_nested_engine.py')
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    params = {'engine_plugin': 'tiny_nested_engine:tiny_nested_engine', 'process_res': RES,
+              'output_resolution': 'network', 'sky_mode': 'keep',
+              'input_reliability': 'reliable'}
+    probe = RosProbe('nested_real_probe')
+    try:
+        probe.subscribe(Image, '/avr_n/depth', RELIABLE)
+        probe.subscribe(CameraInfo, '/avr_n/camera_info_estimated', RELIABLE)
+        img = probe.publisher(Image, '/avr_n/image', RELIABLE)
+        info_pub = probe.publisher(CameraInfo, '/avr_n/camera_info', RELIABLE)
+        with spawn(depth_node_cmd('/avr_n', params), env=child_env(), name='avr-nested') as pn:
+            rgb = _image(3)
+            net = network_size(W, H, RES)
+            with mod.tiny_nested_engine() as eng:
+                ref = eng.infer(resize_to_network(rgb, net, RES))
+            probe.wait_matched(img, timeout=90)
+            header = Header(frame_id='cam_optical')
+            header.stamp.sec = 11
+            f = 150.0
+            info = CameraInfo(header=header, width=W, height=H,
+                              k=[f, 0.0, W / 2, 0.0, f, H / 2, 0.0, 0.0, 1.0])
+
+            def publish():
+                info_pub.publish(info)
+                time.sleep(0.05)
+                img.publish(rgb_image_msg(rgb, header))
+            depth = _wait_msg(probe, '/avr_n/depth', 11, publish)
+            K_est = ref['intrinsics']
+            f_net = (f * net[1] / W + f * net[0] / H) / 2
+            factor = f_net / ((K_est[0, 0] + K_est[1, 1]) / 2)
+            assert depth.encoding == '32FC1'
+            np.testing.assert_allclose(image_msg_to_depth(depth), ref['depth'] * factor,
+                                       rtol=1e-4, atol=1e-6)
+            assert abs(factor - 1.0) > 1e-3, 'the test needs a focal different from the estimate'
+            assert pn.poll() is None, pn.log_text()
+    finally:
+        probe.close()

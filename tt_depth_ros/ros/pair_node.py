@@ -208,7 +208,9 @@ class PairNode(PerceptionLifecycleNode):
     def _intrinsics(self, key: str, width: int, height: int):
         """(ok, K or None): K at image size from the latest CameraInfo of `key`."""
         found = self.camera_K(key, width, height,
-                              fallback='the focal is estimated from the pointmap')
+                              fallback='the focal is estimated from the pointmap'
+                              if self.p['model'] in DUST3R_MODELS else
+                              "the model's estimated intrinsics are used")
         return (False, None) if found is None else (True, found[0])
 
     def _decode_with_K(self, msg, key: str):
