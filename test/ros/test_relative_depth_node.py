@@ -176,6 +176,17 @@ def test_anyview_relative_outputs_and_scale_sources(probe):
         assert (d['focal_source'], d['scale_source'], d['units']) == \
             ('estimated', 'none', 'model units (relative)')
         assert d['model_kind'] == 'anyview'
+        # camera resolution: maps resampled, the estimate's K mapped to the image size
+        assert all(r.successful for r in probe.set_params(plain.name,
+                                                          {'output_resolution': 'camera'}))
+        out = plain.frame(11, list(plain.outputs))
+        assert image_msg_to_depth(out['depth_relative']).shape == (H, W)
+        assert image_msg_to_depth(out['confidence']).shape == (H, W)
+        K_img = K_EST * np.array([[W / NW], [H / NH], [1.0]])
+        for key in ('depth_relative/camera_info', 'camera_info_estimated'):
+            assert (out[key].width, out[key].height) == (W, H)
+            np.testing.assert_allclose(_K(out[key]), K_img, rtol=1e-6)
+        assert (out['points_relative'].width, out['points_relative'].height) == (W, H)
 
         # camera_height: the ground plane gives metres; low-confidence rows leave the cloud
         out = height.frame(20, list(height.outputs))
