@@ -107,6 +107,7 @@ class DepthNode(PerceptionLifecycleNode):
 
         Also picks the handler of non-metric DA3 kinds (relative depth never goes on `depth`).
         """
+        self.family = None
         self.family = DepthFamily.for_node(self)
         self._net_cache.clear()
         w, h = self.p['expected_width'], self.p['expected_height']
