@@ -264,3 +264,39 @@ def test_nested_focal_source_and_mono(probe):
         for topic in ('depth', 'confidence', 'camera_info_estimated', 'points'):
             assert probe.node.count_publishers(f'/mono/{topic}') == 0, topic
         assert pn.poll() is None and pm.poll() is None
+
+
+def test_camera_height_from_tf(probe):
+    """camera_height_frame: the height is the camera's z in the ground frame of /tf_static."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from tf2_msgs.msg import TFMessage
+
+    from tt_depth_ros.ros.pose_msgs import transform_stamped_msg
+
+    node = Node(probe, '/rel_tf', {'depth_relative': Image, 'depth': Image})
+    params = _params('anyview', scale_source='camera_height',
+                     camera_height_frame='base_footprint')
+    latched = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    tf_pub = probe.publisher(TFMessage, '/tf_static', latched)
+    with spawn(depth_node_cmd('/rel_tf', params), env=child_env(), name='rel-tf') as proc:
+        node.ready()
+        # no TF yet: the frame is refused with the reason, the relative depth still goes out
+        node.frame(60, ['depth_relative'])
+        d = node.diag_when(lambda d: int(d.get('rejected_scale', 0)) >= 1, 'no TF refusal')
+        assert 'TF' in d['last_scale_failure'] and not node.got('depth', 60)
+        # base_footprint -> base_link (0.9 m up) -> optical frame (0.6 m up, REP 103 axes)
+        R_base_optical = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+        T1, T2 = np.eye(4), np.eye(4)
+        T1[2, 3] = 0.9
+        T2[:3, :3], T2[:3, 3] = R_base_optical, (0.2, 0.0, HEIGHT - 0.9)
+        stamp = Header().stamp
+        tf_pub.publish(TFMessage(transforms=[
+            transform_stamped_msg(T1, stamp, 'base_footprint', 'base_link'),
+            transform_stamped_msg(T2, stamp, 'base_link', FRAME)]))
+        out = node.frame(61, ['depth'])
+        np.testing.assert_allclose(image_msg_to_depth(out['depth']), Z, rtol=1e-4)
+        d = node.diag_when(lambda d: 'camera_height_m' in d, 'tf height diag')
+        assert float(d['camera_height_m']) == pytest.approx(HEIGHT, abs=1e-6)
+        assert abs(float(d['scale']) - REL) < 1e-3 * REL
+        assert proc.poll() is None

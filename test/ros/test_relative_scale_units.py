@@ -76,7 +76,7 @@ def test_depth_source_median_ratio_and_missing_image():
 
 def _node(kind, **params):
     p = {'model': f'm-{kind}', 'scale_source': 'none', 'focal_source': 'auto',
-         'camera_height_m': 0.0}
+         'camera_height_m': 0.0, 'camera_height_frame': ''}
     p.update(params)
     details = {'kind': kind} if kind != 'metric' else {'is_metric': True}
     return SimpleNamespace(p=p, engine=SimpleNamespace(info=SimpleNamespace(details=details)))

@@ -25,18 +25,22 @@ import threading
 import time
 
 import numpy as np
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.geometry import metric_depth as md
 from tt_depth_ros.geometry.colorize import colorize_depth
 from tt_depth_ros.geometry.da3_preprocess import resize_to_network, scale_intrinsics
 from tt_depth_ros.geometry.depth_postprocess import finish_depth
+from tt_depth_ros.geometry.scale import ScaleResult
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.cloud_msg import depth_cloud_msg
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth, rgb_image_msg
 from tt_depth_ros.ros.pairing import stamp_to_ns
 from tt_depth_ros.ros.relative_scale import RelativeScaleSettings, confident, relative_scale
 from tt_depth_ros.ros.stamp_cache import StampedCache
+from tt_depth_ros.ros.tf_height import TfHeight
 
 KINDS = ('anyview', 'nested', 'mono')
 
@@ -62,6 +66,7 @@ class DepthFamily:
         self.estimates = kind in ('anyview', 'nested')
         self.pubs: dict = {}
         self.metric_cache = StampedCache(30)
+        self.tf = TfHeight()
         self._lock = threading.Lock()
         self._info: dict = {}
 
@@ -83,9 +88,10 @@ class DepthFamily:
                              '(NESTED); use none')
         if kind == 'mono' and p['focal_source'] == 'estimated':
             raise ValueError(f"focal_source='estimated': {model!r} does not estimate intrinsics")
-        if p['scale_source'] == 'camera_height' and not p['camera_height_m'] > 0:
+        if p['scale_source'] == 'camera_height' and not (p['camera_height_m'] > 0 or
+                                                         p['camera_height_frame']):
             raise ValueError('scale_source=camera_height needs camera_height_m > 0 (metres, '
-                             'optical centre above the ground)')
+                             'optical centre above the ground) or camera_height_frame (TF)')
         return cls(node, kind)
 
     # ---- topics ---------------------------------------------------------------------------
@@ -107,9 +113,17 @@ class DepthFamily:
     def create_inputs(self) -> None:
         """The metric_depth subscription of scale_source=depth."""
         self.metric_cache.clear()
-        if self.node.p['scale_source'] == 'depth':
-            self.node._subs.append(self.node.create_subscription(
-                Image, 'metric_depth', self._on_metric, self.node.input_qos()))
+        node = self.node
+        if node.p['scale_source'] == 'depth':
+            node._subs.append(node.create_subscription(Image, 'metric_depth', self._on_metric,
+                                                       node.input_qos()))
+        if node.p['scale_source'] == 'camera_height' and node.p['camera_height_frame']:
+            latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                 reliability=ReliabilityPolicy.RELIABLE)
+            node._subs += [node.create_subscription(TFMessage, '/tf_static', self.tf.on_tf,
+                                                    latched),
+                           node.create_subscription(TFMessage, '/tf', self.tf.on_tf,
+                                                    QoSProfile(depth=100))]
 
     def _on_metric(self, msg) -> None:
         try:
@@ -201,8 +215,11 @@ class DepthFamily:
         if self.relative:
             self.pubs['depth_relative'].publish(depth_image_msg(depth, header))
             self.pubs['depth_relative/camera_info'].publish(camera_info_for(K, w, h, header, tx))
-            scale, fit = relative_scale(self._scale_settings(), depth, mask, K,
-                                        self._metric_for(header.stamp))
+            settings, why = self._scale_settings(header.frame_id)
+            scale, fit = ((relative_scale(settings, depth, mask, K,
+                                          self._metric_for(header.stamp)))
+                          if settings is not None else
+                          (ScaleResult('camera_height', None, why), None))
             info.update(scale_source=scale.source, scale=scale.value,
                         scale_support=scale.support, scale_spread=round(scale.spread, 5),
                         units='metres' if scale.metric else 'model units (relative)')
@@ -234,11 +251,19 @@ class DepthFamily:
             return False
         return True
 
-    def _scale_settings(self) -> RelativeScaleSettings:
+    def _scale_settings(self, frame_id: str):
+        """(settings, '') for this frame, or (None, why) when TF has no camera height yet."""
         p = self.node.p
-        return RelativeScaleSettings(p['scale_source'], p['min_scale_support'],
-                                     p['camera_height_m'], p['ground_max_tilt_deg'],
-                                     p['ground_tolerance'], p['ground_min_inlier_ratio'])
+        height = p['camera_height_m']
+        if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
+            height, why = self.tf.height(p['camera_height_frame'], frame_id)
+            if height is None:
+                return None, why
+            with self._lock:
+                self._info['camera_height_m'] = round(height, 4)
+        return RelativeScaleSettings(p['scale_source'], p['min_scale_support'], height,
+                                     p['ground_max_tilt_deg'], p['ground_tolerance'],
+                                     p['ground_min_inlier_ratio']), ''
 
     def _metric_for(self, stamp) -> np.ndarray | None:
         if self.node.p['scale_source'] != 'depth':

@@ -27,6 +27,9 @@ FAMILY_DEPTH_PARAMS = (
               int_range=(1, 1 << 24), runtime=True),
     ParamSpec('camera_height_m', 0.0, 'scale_source=camera_height: height of the optical centre '
               'above the flat ground, metres (> 0).', float_range=(0.0, 1e3), runtime=True),
+    ParamSpec('camera_height_frame', '', "camera_height: ground frame (z up, ground at z = 0, "
+              "e.g. 'base_footprint') whose TF to the image's frame_id gives the height; '' = "
+              'camera_height_m.'),
     ParamSpec('ground_max_tilt_deg', 35.0, 'camera_height: largest angle between the ground '
               "normal and the camera's up axis (-y optical); covers the camera's pitch and roll.",
               float_range=(1.0, 89.0), runtime=True),
