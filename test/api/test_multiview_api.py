@@ -38,6 +38,7 @@ def api_case(small):
 def test_network_outputs_match_upstream_inference(api_case):
     r, g = api_case
     np.testing.assert_allclose(r.network['input'], g['input'], rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(r.network['processed_images'], g['processed_images'])
     assert r.ref_view == int(g['ref_view']) == 1
     assert_anyview_close(grid4(r.network['depth'], g), g['depth'], 'depth')
     assert_anyview_close(grid4(r.network['conf'], g), g['conf'], 'conf')

@@ -36,7 +36,13 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from tt_depth_ros.api.io import load_rgb, write_ply
-from tt_depth_ros.geometry.da3_preprocess import network_size, normalize, resize_to_network
+from tt_depth_ros.geometry.da3_preprocess import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    network_size,
+    normalize,
+    resize_to_network,
+)
 from tt_depth_ros.geometry.depth_cloud import organized_points
 from tt_depth_ros.geometry.metric_depth import resize_depth
 
@@ -60,8 +66,9 @@ class MultiViewResult:
         images: The original RGB images.
         ref_view: The reference view the network selected (input order).
         network: Network-size outputs: 'depth', 'conf' (N, h, w), 'K' (N, 3, 3),
-            'extrinsics_w2c' (N, 3, 4), 'input' (N, 3, h, w) normalised, 'crop' (N, 2) top/left,
-            'resized_hw' (N, 2).
+            'extrinsics_w2c' (N, 3, 4), 'input' (N, 3, h, w) normalised, 'processed_images'
+            (N, h, w, 3) uint8 as upstream returns them, 'crop' (N, 2) top/left, 'resized_hw'
+            (N, 2).
         model: Model name.
         timings: Seconds per stage.
     """
@@ -135,6 +142,17 @@ class MultiViewResult:
         np.savez_compressed(path, K=self.K, K_estimated=self.K_estimated,
                             poses_c2w=self.poses_c2w, is_metric=self.is_metric,
                             ref_view=self.ref_view, **arrays)
+
+
+def processed_images(x: np.ndarray) -> np.ndarray:
+    """Upstream's `processed_images` from the network input (N, 3, h, w): (N, h, w, 3) uint8.
+
+    uint8(clip(x * std + mean, 0, 1) * 255) in float64 with truncation (not rounding), as upstream
+    returns them (about a fifth of the values are 1 below the image fed to the network).
+    """
+    hwc = np.transpose(x.astype(np.float64), (0, 2, 3, 1))
+    rgb = hwc * np.asarray(IMAGENET_STD, np.float64) + np.asarray(IMAGENET_MEAN, np.float64)
+    return (np.clip(rgb, 0.0, 1.0) * 255).astype(np.uint8)
 
 
 def w2c_to_c2w(extrinsics: np.ndarray) -> np.ndarray:
@@ -298,6 +316,7 @@ class MultiViewPredictor:
             images=rgbs, ref_view=int(out['ref_view']), model=self.name,
             network={'depth': net['depth'], 'conf': net['depth_conf'], 'K': net['intrinsics'],
                      'extrinsics_w2c': net['extrinsics'], 'input': x,
+                     'processed_images': processed_images(x),
                      'crop': np.array(crops), 'resized_hw': np.array(sizes)},
             timings={'preprocess': t1 - t0, 'network': t2 - t1, 'postprocess': t3 - t2,
                      'total': t3 - t0})

@@ -40,8 +40,10 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     """Build an engine for `model` on the selected backend.
 
     Args:
-        model: One of FAMILIES ('da3metric-large', 'da3mono-large', 'dust3r-vitl-512-dpt', and the
-            test configs 'da3metric-tiny', 'dust3r-tiny').
+        model: One of FAMILIES ('da3metric-large', 'da3mono-large', the DA3 any-view family
+            'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1' and
+            'da3nested-giant-large-1.1' (torch only), 'dust3r-vitl-512-dpt', and the test configs
+            'da3metric-tiny', 'da3-anyview-tiny', 'dust3r-tiny').
         weights: Explicit weights file (else HF cache / pinned download).
         backend: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu' (engines/select.py).
         device_id: Accelerator index.
@@ -71,7 +73,11 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     if model in TORCH_ONLY and backend == 'auto':
         from tt_depth_ros.engines.select import cuda_status
 
-        backend = 'torch-cuda' if cuda_status(device_id)[0] else 'torch-cpu'
+        cuda_ok, why = cuda_status(device_id)
+        backend = 'torch-cuda' if cuda_ok else 'torch-cpu'
+        if logger is not None:
+            logger.info(f'backend auto -> {backend} for {model} (no ttnn implementation; '
+                        f'CUDA: {why})')
     chosen = select_backend(backend, device_id=device_id, logger=logger)
     if chosen == 'ttnn':
         try:
