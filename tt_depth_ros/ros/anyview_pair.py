@@ -105,6 +105,8 @@ class AnyviewPairResult:
 class AnyviewPairPipeline(PairPipeline):
     """PairPipeline with a DA3 any-view engine of 2 views (see the module docstring)."""
 
+    pose_source = 'camera_decoder'     # the pnp_* diagnostics stay 0: no RANSAC runs
+
     def __init__(self, engine, settings: PairSettings):
         self.s = settings
         self._plans: dict[tuple[int, int], Dust3rPlan] = {}

@@ -407,6 +407,7 @@ class PairNode(PerceptionLifecycleNode):
             self.pipeline is not None and self.pipeline.metric_model)
         units = self.pipeline.units if self.pipeline is not None else 'dust3r-units'
         extra['engine'] = self.pipeline.engine_label if self.pipeline is not None else ''
+        extra['pose_source'] = self.pipeline.pose_source if self.pipeline is not None else ''
         extra['depth_output'] = ('depth (32FC1 metres)' if metric else
                                  f'depth_unscaled ({units})'
                                  if self.p['publish_unscaled_depth'] else

@@ -100,6 +100,7 @@ class PairPipeline:
     metric_model = False            # DUSt3R lengths are unit-free until a scale source
     units = 'dust3r-units'
     engine_label = 'DUSt3R two-view, pose from PnP-RANSAC'
+    pose_source = 'pnp'
 
     def __init__(self, engine, settings: PairSettings):
         self.s = settings

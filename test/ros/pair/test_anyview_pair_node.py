@@ -84,7 +84,7 @@ def test_stereo_anyview_pose_depth_cloud(kind):
                 np.testing.assert_allclose(z2, true2[ok2], rtol=1e-3)
             diag = probe.wait_diag(lambda v: v.get('pairs') == '2')
             assert 'DA3 any-view' in diag['engine'] and 'camera decoder' in diag['engine']
-            assert diag['units'] == 'metres'
+            assert diag['units'] == 'metres' and diag['pose_source'] == 'camera_decoder'
             assert diag['scale_source'] == ('baseline' if kind == 'anyview' else 'model')
             assert diag['depth_output'] == 'depth (32FC1 metres)'
             assert proc.poll() is None, proc.log_text()
