@@ -68,6 +68,15 @@ def _run_anyview(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch
     return res
 
 
+def _run_views(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    out = model(torch.cat(views))
+    res = {'depth': out['depth'], 'conf': out['depth_conf'], 'intrinsics': out['intrinsics'],
+           'extrinsics': out['extrinsics']}
+    if 'scale_factor' in out:
+        res.update(sky=out['sky'], scale_factor=out['scale_factor'])
+    return res
+
+
 def build_model(model: str, *, weights: Optional[str] = None, revision: Optional[str] = None,
                 config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
                 accept_license: Optional[bool] = None) -> Net:
@@ -108,11 +117,15 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
                        config: Any = None,
                        state_dict: Optional[Mapping[str, Any]] = None,
                        cuda_graphs: Optional[bool] = None, logger: Optional[Any] = None,
-                       fast: bool = True, accept_license: Optional[bool] = None) -> TorchEngine:
+                       fast: bool = True, accept_license: Optional[bool] = None,
+                       num_views: int = 1) -> TorchEngine:
     """DA3 on torch (see module docstring for outputs); args as `factory.build_engine`.
 
     `fast` switches the model's inference fusion on (exact algebraic folds, channels_last head);
-    False runs the plain forward.
+    False runs the plain forward. `num_views` > 1 (any-view / NESTED only): `infer` takes that
+    many views of one scene (one forward) and every output gains a leading view axis, in input
+    order: 'depth', 'conf' (N, H, W), 'intrinsics' (N, 3, 3), 'extrinsics' (N, 3, 4)
+    world-to-camera; NESTED also 'sky' (N, H, W) and 'scale_factor'.
     """
     tdtype = parse_dtype(dtype, device)
     net = build_model(model, weights=weights, revision=revision, config=config,
@@ -120,8 +133,12 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     net.set_fused(fast).cast_backbone(tdtype)  # heads stay fp32 (as upstream runs them)
     kind = model_kind(model)
     name = net.cfg.name if isinstance(net, DA3Model) else NESTED
-    run = _run_single if kind in ('metric', 'mono') else _run_anyview
-    return TorchEngine(net, run, model_name=name, num_views=1, device=device,
+    if num_views != 1 and kind in ('metric', 'mono'):
+        raise ValueError(f'{model!r} is a single-view model; num_views={num_views} needs an '
+                         'any-view or NESTED model')
+    run = (_run_single if kind in ('metric', 'mono') else
+           _run_anyview if num_views == 1 else _run_views)
+    return TorchEngine(net, run, model_name=name, num_views=int(num_views), device=device,
                        dtype=str(tdtype).replace('torch.', ''), patch_size=14,
                        cuda_graphs=cuda_graphs, logger=logger,
                        details={'is_metric': is_metric(model), 'kind': kind, 'fast': fast})

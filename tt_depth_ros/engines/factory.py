@@ -41,6 +41,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
                  config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
                  logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None,
                  accept_license: Optional[bool] = None,
+                 num_views: Optional[int] = None,
                  cancel: Optional[CancelToken] = None) -> Engine:
     """Build an engine for `model` on the selected backend.
 
@@ -60,6 +61,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         cuda_graphs: torch-cuda only: capture CUDA graphs per shape (default True on CUDA).
         accept_license: DA3 family: opt-in for CC-BY-NC-4.0 checkpoints (None: the
             TT_DEPTH_ACCEPT_NC_LICENSE environment variable; engines/da3_family_weights.py).
+        num_views: DA3 any-view / NESTED: views per forward (engines/da3.py; None = 1).
         cancel: Checked between build steps; a cancelled build raises BuildCancelled.
 
     Returns:
@@ -89,7 +91,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     cancel.check('after backend selection')
     engine = _build(model, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
-                    cuda_graphs=cuda_graphs, accept_license=accept_license)
+                    cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views)
     if cancel.cancelled:
         engine.close()
         cancel.check('after the engine build (engine closed)')
@@ -100,7 +102,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
 
 
 def _build(model: str, chosen: str, *, weights, device_id, dtype, revision, config, state_dict,
-           logger, cuda_graphs, accept_license) -> Engine:
+           logger, cuda_graphs, accept_license, num_views) -> Engine:
     """The family builder for `model` on the chosen backend (arguments as build_engine)."""
     if chosen == 'ttnn':
         try:
@@ -117,6 +119,8 @@ def _build(model: str, chosen: str, *, weights, device_id, dtype, revision, conf
                                       f'({FAMILIES[model]} missing: {e})') from e
     device = f'cuda:{device_id}' if chosen == 'torch-cuda' else 'cpu'
     extra = {'accept_license': accept_license} if FAMILIES[model].endswith('.da3') else {}
+    if num_views is not None and extra:
+        extra['num_views'] = int(num_views)
     return family.build_torch_engine(model, device=device, dtype=dtype, weights=weights,
                                      revision=revision, config=config, state_dict=state_dict,
                                      cuda_graphs=cuda_graphs, logger=logger, **extra)

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 SOURCES = ('none', 'baseline', 'depth')
-METRIC_SOURCES = ('baseline', 'depth')
+METRIC_SOURCES = ('baseline', 'depth', 'camera_height', 'model')
+"""Sources whose scaled lengths are metres ('camera_height': geometry/ground_plane.py; 'model':
+the network predicts metres itself, e.g. DA3NESTED)."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from tt_depth_ros.geometry.depth_postprocess import finish_depth
 from tt_depth_ros.geometry.metric_depth import SKY_MODES, default_intrinsics
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.cloud_msg import CloudBuffer, depth_cloud_msg
+from tt_depth_ros.ros.depth_family import DepthFamily
+from tt_depth_ros.ros.depth_family_params import FAMILY_DEPTH_PARAMS
 from tt_depth_ros.ros.depth_msgs import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
 from tt_depth_ros.ros.params import ParamSpec
@@ -61,7 +63,7 @@ DEPTH_PARAMS = (
               runtime=True),
     ParamSpec('colorized_max_m', 0.0, 'Far end of the preview colour scale; 0 = per frame.',
               float_range=(0.0, 1e6), runtime=True),
-)
+) + FAMILY_DEPTH_PARAMS
 
 
 class DepthNode(PerceptionLifecycleNode):
@@ -72,6 +74,7 @@ class DepthNode(PerceptionLifecycleNode):
         self._pub_depth = self._pub_info = self._pub_points = self._pub_color = None
         self._net_cache: dict[tuple[int, int], tuple[int, int]] = {}
         self._cloud_buffer = CloudBuffer()     # the worker publishes each cloud at once
+        self.family: DepthFamily | None = None  # any-view / NESTED / mono (ros/depth_family.py)
         super().__init__(node_name, **kwargs)
 
     def node_param_specs(self) -> list[ParamSpec]:
@@ -102,17 +105,19 @@ class DepthNode(PerceptionLifecycleNode):
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network shape for expected_width x expected_height, if given.
 
-        Also refuses relative-depth models: REP 118 depth must be metric.
+        Also picks the handler of non-metric DA3 kinds (relative depth never goes on `depth`).
         """
-        if self.engine.info.details.get('is_metric') is False:
-            raise ValueError(f'model {self.p["model"]!r} predicts relative depth; the depth node '
-                             'publishes REP 118 metres only - use a metric model')
+        self.family = None
+        self.family = DepthFamily.for_node(self)
         self._net_cache.clear()
         w, h = self.p['expected_width'], self.p['expected_height']
         return [self.net_hw(w, h)] if w and h else []
 
     def create_outputs(self) -> None:
         """Lifecycle publishers: depth, depth/camera_info, points, depth/colorized."""
+        if self.family is not None:
+            self.family.create_outputs(self.add_publisher)
+            return
         self._pub_depth = self.add_publisher(Image, 'depth')
         self._pub_info = self.add_publisher(CameraInfo, 'depth/camera_info')
         self._pub_points = self.add_publisher(PointCloud2, 'points')
@@ -122,6 +127,8 @@ class DepthNode(PerceptionLifecycleNode):
         """Subscriptions: image (or image/compressed) and camera_info."""
         self.subscribe_camera_info('camera_info', 'camera')
         self.subscribe_image('image', self._on_image)
+        if self.family is not None:
+            self.family.create_inputs()
 
     def _on_image(self, msg) -> None:
         self.stats.on_input()
@@ -139,6 +146,9 @@ class DepthNode(PerceptionLifecycleNode):
             net = self.net_hw(width, height)
         except ValueError as exc:
             self.reject('size', str(exc))
+            return
+        if self.family is not None:
+            self.family.process(msg, rgb, net)
             return
         found = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
         if found is None:
@@ -189,6 +199,11 @@ class DepthNode(PerceptionLifecycleNode):
         if self.p['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
             preview = colorize_depth(depth, None, self.p['colorized_max_m'] or None)
             self._pub_color.publish(rgb_image_msg(preview, header))
+
+
+    def diagnostics_extra(self) -> dict:
+        """Model kind, focal and scale figures for the DA3 family handler."""
+        return self.family.diagnostics() if self.family is not None else {}
 
 
 def params_markdown() -> str:

@@ -41,6 +41,7 @@ from tf2_msgs.msg import TFMessage
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
 from tt_depth_ros.geometry.scale import METRIC_SOURCES, ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.ros.anyview_pair import ANYVIEW_PAIR_MODELS, make_pair_pipeline
 from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
 from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
@@ -77,6 +78,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         self._metric = StampedCache(30)
         self._info_lock = threading.Lock()
         self._pair_times: deque = deque(maxlen=256)
+        self._window: deque = deque()    # earlier keyframes (rgb) of the temporal window
         self._info: dict = {}
         self.tf_buffer = TfBuffer()
         self.robot: RobotOdometry | None = None
@@ -91,10 +93,11 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
     def validate(self) -> list[str]:
         """Cross-parameter checks: model family, network size, scale source per mode."""
         p, errors = self.p, []
-        if p['model'] not in DUST3R_MODELS and not p['engine_plugin']:
-            errors.append(f"model={p['model']!r} is not a DUSt3R model; use one of "
-                          f'{list(DUST3R_MODELS)} (e.g. -p model:=dust3r-vitl-512-dpt)')
-        if p['network_size'] % 16:
+        if p['model'] not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p['engine_plugin']:
+            errors.append(f"model={p['model']!r} is not a pair model; use one of "
+                          f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
+                          '(e.g. -p model:=dust3r-vitl-512-dpt)')
+        if p['network_size'] % 16 and p['model'] in DUST3R_MODELS and not p['engine_plugin']:
             errors.append(f"network_size={p['network_size']} must be a multiple of 16")
         if p['scale_source'] == 'baseline':
             if p['mode'] != 'stereo':
@@ -104,6 +107,10 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         if p['robot_base_frame'] and (p['mode'] != 'temporal' or p['scale_source'] != 'depth'):
             errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
                           '(the camera mounting is in metres, the trajectory must be too)')
+        if p['window_size'] > 2 and (p['mode'] != 'temporal' or (
+                p['model'] not in ANYVIEW_PAIR_MODELS and not p['engine_plugin'])):
+            errors.append(f"window_size={p['window_size']} needs mode='temporal' and a DA3 "
+                          f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
         if bool(p['expected_width']) != bool(p['expected_height']):
             errors.append('expected_width and expected_height must both be 0 or both be set')
         try:
@@ -112,6 +119,17 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         except ValueError as exc:
             errors.append(str(exc))
         return errors
+
+    def build_engine(self):
+        """DA3 any-view models get a two-view engine; everything else as the base builds it."""
+        if self.p['model'] not in ANYVIEW_PAIR_MODELS or self.p['engine_plugin']:
+            return super().build_engine()
+        from tt_depth_ros.engines.factory import build_engine  # heavy (torch): only when used
+        return build_engine(self.p['model'], weights=self.p['weights_path'] or None,
+                            backend=self.p['backend'], device_id=self.p['device_id'],
+                            revision=self.p['revision'] or None, logger=self.get_logger(),
+                            num_views=self.p['window_size'] if self.p['mode'] == 'temporal'
+                            else 2)
 
     def _settings(self) -> PairSettings:
         p = self.p
@@ -125,11 +143,11 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         w, h = self.p['expected_width'], self.p['expected_height']
         if not (w and h):
             return []
-        return [PairPipeline(None, self._settings()).plan_for(w, h).net_hw]
+        return [make_pair_pipeline(self.engine, self._settings()).plan_for(w, h).net_hw]
 
     def create_outputs(self) -> None:
         """Lifecycle publishers (topics relative: remappable, namespace-able)."""
-        self.pipeline = PairPipeline(self.engine, self._settings())
+        self.pipeline = make_pair_pipeline(self.engine, self._settings())
         pub = self.add_publisher
         self._out = {
             'points': pub(PointCloud2, 'points'), 'depth': pub(Image, 'depth'),
@@ -170,6 +188,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
             self.subscribe_image('camera2/image', lambda m: self._on_stereo(1, m))
         else:
             self.chain.reset()
+            self._window = deque(maxlen=max(self.p['window_size'] - 2, 0))
             self.subscribe_camera_info('camera_info', 'camera')
             self.subscribe_image('image', self._on_temporal)
             if self.robot is not None:   # the camera mounting, from the robot's TF tree
@@ -225,10 +244,12 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         if rgb is None:
             return None
         found = self.camera_view(key, rgb, msg.header.stamp,
-                                 fallback='the focal is estimated from the pointmap')
+                                 fallback='the focal is estimated from the pointmap'
+                                 if self.p['model'] in DUST3R_MODELS else
+                                 "the model's estimated intrinsics are used")
         return None if found is None else found[:2]
 
-    def _run(self, rgb1, K1, rgb2, K2):
+    def _run(self, rgb1, K1, rgb2, K2, context=()):
         try:
             plan = self.pipeline.plan_for(rgb1.shape[1], rgb1.shape[0])
         except ValueError as exc:
@@ -237,7 +258,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         self.ensure_prepared(plan.net_hw)
         self.pipeline.set_conf_threshold(self.p['conf_threshold'])   # runtime parameter
         try:
-            return self.pipeline.run(rgb1, rgb2, K1, K2,
+            return self.pipeline.run(rgb1, rgb2, K1, K2, context,
                                      same_camera=self.p['mode'] == 'temporal')
         except ValueError as exc:
             self.reject('pair', str(exc))
@@ -280,7 +301,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         with self._info_lock:
             self._info.update(scale_source=scale.source, scale=scale.value,
                               scale_support=scale.support,
-                              units='metres' if scale.metric else 'dust3r-units')
+                              units='metres' if scale.metric else self.pipeline.units)
             if not scale.ok:
                 self._info['scale_failures'] += 1
         if not scale.ok:
@@ -343,14 +364,14 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         if self.chain.keyframe is None:
             return self._start_chain(msg, rgb, K, stamp_ns, parent, child, mount)
         kf_msg, kf_rgb, kf_K = self.chain.keyframe.data
-        result = self._run(kf_rgb, kf_K, rgb, K)
+        result = self._run(kf_rgb, kf_K, rgb, K, tuple(reversed(self._window)))
         if result is None:
             return None
         self._last_stages = dict(result.timings)
         if not self._pose_ok(result, skips_frame=True):
             return None
         z_key = result.pts1[..., 2]
-        scale = self.chain.pair_scale(z_key, result.mask1)
+        scale = self.pipeline.chain_scale(self.chain.pair_scale(z_key, result.mask1))
         if not self._scale_ok(scale):
             return None
         z_frame = result.depth2(1.0)
@@ -360,6 +381,8 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         step = self.chain.track(result.T_units, scale, (msg, rgb, K), stamp_ns,
                                 frame_depth=np.nan_to_num(z_frame, nan=0.0),
                                 frame_mask=result.mask2, frame_metric_depth=metric_grid)
+        if step.promoted and self._window.maxlen:
+            self._window.append(kf_rgb)     # the old keyframe joins the window
         with self._info_lock:
             self._info.update(keyframes=self.chain.keyframes_made,
                               last_keyframe_reason=step.promoted or self._info.get(
@@ -401,9 +424,13 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
             extra = {k: v for k, v in self._info.items()}
         extra['mode'] = self.p['mode']
         extra['scale_source_configured'] = self.p['scale_source']
-        metric = self.p['scale_source'] in METRIC_SOURCES
+        metric = self.p['scale_source'] in METRIC_SOURCES or (
+            self.pipeline is not None and self.pipeline.metric_model)
+        units = self.pipeline.units if self.pipeline is not None else 'dust3r-units'
+        extra['engine'] = self.pipeline.engine_label if self.pipeline is not None else ''
+        extra['pose_source'] = self.pipeline.pose_source if self.pipeline is not None else ''
         extra['depth_output'] = ('depth (32FC1 metres)' if metric else
-                                 'depth_unscaled (DUSt3R units)'
+                                 f'depth_unscaled ({units})'
                                  if self.p['publish_unscaled_depth'] else
                                  'none (no metric scale)')
         if self.pairer is not None and self.p['mode'] == 'stereo':

@@ -15,7 +15,8 @@ PAIR_PARAMS = (
     ParamSpec('mode', 'stereo', "'stereo' (two cameras, paired by stamp) or 'temporal' (one "
               'camera against keyframes).', choices=('stereo', 'temporal')),
     ParamSpec('network_size', 512, 'Long side of the DUSt3R input (multiple of 16; 512 for the '
-              'released checkpoint).', int_range=(64, 2048)),
+              'released checkpoint); DA3 any-view models: process_res (snapped to 14s).',
+              int_range=(64, 2048)),
     ParamSpec('preprocess_mode', 'crop', "'crop' (upstream centre crop) or 'pad' (letterbox).",
               choices=('crop', 'pad')),
     ParamSpec('expected_width', 0, 'Camera width to prepare the engine for at configure; 0 = '
@@ -26,7 +27,8 @@ PAIR_PARAMS = (
               float_range=(0.0, 10.0)),
     ParamSpec('pair_queue_size', 5, 'Stereo: frames kept per camera while waiting for a partner.',
               int_range=(1, 100)),
-    ParamSpec('conf_threshold', 3.0, 'DUSt3R confidence above which a pixel is used (upstream 3).',
+    ParamSpec('conf_threshold', 3.0, 'Confidence above which a pixel is used (DUSt3R upstream 3; '
+              'DA3 confidence is >= 1 too).',
               float_range=(1.0, 1e6), runtime=True),
     ParamSpec('pnp_reproj_px', 5.0, 'RANSAC inlier threshold, network pixels (upstream 5).',
               float_range=(0.1, 100.0)),
@@ -75,6 +77,9 @@ PAIR_PARAMS = (
               int_range=(0, 1000000)),
     ParamSpec('keyframe_max_rotation_deg', 15.0, 'Temporal: new keyframe beyond this rotation.',
               float_range=(0.0, 180.0)),
+    ParamSpec('window_size', 2, 'Temporal, DA3 any-view models: views per forward = the frame, '
+              'the current keyframe and up to window_size - 2 earlier keyframes (2 = pairs).',
+              int_range=(2, 16)),
     ParamSpec('keyframe_max_translation', 0.0, 'Temporal: new keyframe beyond this translation '
               '(trajectory units; 0 = off).', float_range=(0.0, 1e6)),
 )

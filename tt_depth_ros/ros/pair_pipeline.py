@@ -105,6 +105,11 @@ class PairPipeline:
         settings: processing options.
     """
 
+    metric_model = False            # DUSt3R lengths are unit-free until a scale source
+    units = 'dust3r-units'
+    engine_label = 'DUSt3R two-view, pose from PnP-RANSAC'
+    pose_source = 'pnp'
+
     def __init__(self, engine, settings: PairSettings):
         self.s = settings
         self._plans: dict[tuple[int, int], Dust3rPlan] = {}
@@ -130,7 +135,7 @@ class PairPipeline:
         return self._plans[key]
 
     def run(self, rgb1: np.ndarray, rgb2: np.ndarray, K1: np.ndarray | None,
-            K2: np.ndarray | None, same_camera: bool = True) -> PairResult:
+            K2: np.ndarray | None, context=(), same_camera: bool = True) -> PairResult:
         """One pair in DUSt3R units with camera 2's PnP pose. ValueError for unusable inputs.
 
         Args:
@@ -139,8 +144,11 @@ class PairPipeline:
             K1: camera-1 intrinsics at its image size (None: estimated from its pointmap).
             K2: camera-2 intrinsics at its image size (None: estimated; from view 1 when
                 `same_camera`, else from camera 2's own pointmap by a second, reversed pass).
+            context: extra views (multi-view engines only; DUSt3R takes exactly two).
             same_camera: both views come from one camera (temporal mode).
         """
+        if len(context):
+            raise ValueError('DUSt3R takes two views; window_size > 2 needs an any-view model')
         t0 = time.perf_counter()
         own_focal = K2 is None and not same_camera
         if own_focal:   # a stereo partner has its own lens: never borrow camera 1's focal
@@ -193,6 +201,10 @@ class PairPipeline:
         grid = self.metric_on_grid(result.plan1, metric_depth1)
         return median_ratio_scale(grid, result.api.depth_1, result.mask1,
                                   min_support=self.s.min_scale_support)
+
+    def chain_scale(self, scale: ScaleResult) -> ScaleResult:
+        """A temporal chaining scale as reported (any-view pipelines relabel a metric model's)."""
+        return scale
 
     @staticmethod
     def metric_on_grid(plan: Dust3rPlan, metric_depth: np.ndarray) -> np.ndarray:
