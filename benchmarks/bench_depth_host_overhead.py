@@ -1,6 +1,6 @@
 """Host overhead of the depth node per frame (everything but the network), printed, not asserted.
 
-Target (DESIGN.md §4): <= 5 ms depth + cloud, <= 2 ms depth only, for a 640x480 frame. Runs the
+Target (docs/design.md §4): <= 5 ms depth + cloud, <= 2 ms depth only, for a 640x480 frame. Runs the
 node's real per-frame code in-process with the known-depth engine double (no sleep) and reports
 the median stage times from the node's own statistics; the engine's forward time is subtracted.
 The last case adds a sky band (top 80 network rows +Inf), which takes the masked resample path.

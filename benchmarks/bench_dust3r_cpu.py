@@ -2,7 +2,7 @@
 
 Not a test: prints figures. The upstream figure (13.6 s, 2-vCPU AMD EPYC, torch 2.13 CPU, fp32,
 2 threads, idle machine) was measured on this machine class; compare on an idle machine. The
-design target is <= 0.8x upstream's time (DESIGN.md §4). Weights do not affect speed, so the
+design target is <= 0.8x upstream's time (docs/design.md §4). Weights do not affect speed, so the
 full model gets its default initialisation unless --weights is given.
 
     .venv/bin/python benchmarks/bench_dust3r_cpu.py [--threads 2] [--repeats 3] [--weights FILE]

@@ -3,8 +3,8 @@
 Reports, per model and shape: device open / weight conversion / warm-up / capture times; per-frame
 stages of `infer` (upload, enqueue, device+readback, unpack) as percentiles; bare trace replay
 (execute_trace blocking, no I/O) = device time per forward; frames per second; and the depth
-node's host overhead relative to the engine (DESIGN.md §4 target: <= 10 %). Targets: DA3 <= 15 ms
-per frame, DUSt3R pair <= 28 ms.
+node's host overhead relative to the engine (docs/design.md §4 target: <= 10 %). Targets: DA3
+<= 15 ms per frame, DUSt3R pair <= 28 ms.
 
     .venv/bin/python benchmarks/bench_ttnn.py --model da3metric-large --shape 280x504 \
         [--weights PATH] [--dtype bfloat16|bfloat8_b|...] [--frames 200] [--json out.json]

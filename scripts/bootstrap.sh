@@ -54,7 +54,7 @@ pipi -r "$root/requirements/common.txt" -r "$root/requirements/$distro.txt"
 echo "bootstrap[$distro]: python packages installed ($(elapsed) s)"
 
 # Interface packages without a wheel (tf2_msgs; composition_interfaces for launch_ros) are generated
-# with the rosidl build wheels (spec/ros.md §5) and installed into the venv.
+# with the rosidl build wheels (docs/ros.md §5) and installed into the venv.
 fixed_cmake_paths=""
 generate_interfaces() {  # <package name> <source dir>
   local name="$1" src="$2" build="$venv/.build/$1"

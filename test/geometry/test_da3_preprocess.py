@@ -26,7 +26,7 @@ def test_upstream_fixture_exact(case):
     np.testing.assert_allclose(K.astype(np.float32), g['K_out'], rtol=1e-6)
 
 
-# spec/da3.md §4 table: camera W x H -> network H x W and fx', fy' for fx = fy = 500
+# docs/da3.md §4 table: camera W x H -> network H x W and fx', fy' for fx = fy = 500
 @pytest.mark.parametrize('wh,net_hw,fxy', [
     ((640, 480), (378, 504), (393.75, 393.75)),
     ((1280, 720), (280, 504), (196.88, 194.44)),

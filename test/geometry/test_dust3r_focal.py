@@ -1,4 +1,4 @@
-"""Weiszfeld focal estimation (spec/dust3r.md §7.1) on pointmaps of a known camera."""
+"""Weiszfeld focal estimation (docs/dust3r.md §7.1) on pointmaps of a known camera."""
 from __future__ import annotations
 
 import numpy as np

@@ -30,7 +30,7 @@ def test_reproduces_upstream_exactly(wh):
                                        ((1241, 376), (512, 144)), ((300, 200), (512, 336)),
                                        ((480, 640), (384, 512))])
 def test_network_size_table(wh, net_wh):
-    """spec/dust3r.md §5 table, portrait kept as portrait."""
+    """docs/dust3r.md §5 table, portrait kept as portrait."""
     assert network_size(*wh).net_wh == net_wh
 
 

@@ -1,4 +1,4 @@
-"""PnP-RANSAC relative pose on rendered pointmaps with known motion (spec/dust3r.md §7.2)."""
+"""PnP-RANSAC relative pose on rendered pointmaps with known motion (docs/dust3r.md §7.2)."""
 from __future__ import annotations
 
 import numpy as np

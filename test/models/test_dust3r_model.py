@@ -111,7 +111,7 @@ def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
 
 
 def test_flop_count_matches_spec_table():
-    """spec/dust3r.md §4: encoder 1.046, decoder 0.437, head 0.187, pair 1.86 TFLOP at 512x384."""
+    """docs/dust3r.md §4: encoder 1.046, decoder 0.437, head 0.187, pair 1.86 TFLOP at 512x384."""
     from tt_depth_ros.models.dust3r.flops import head_flops, pair_flops
     f = pair_flops(LARGE, 384, 512)
     assert f['encoder'] / 1e12 == pytest.approx(1.046, abs=5e-4)

@@ -128,7 +128,7 @@ class RosProbe:
         return list(res.results)
 
     def close(self) -> None:
-        """Shutdown order of spec/ros.md §4: executor, spin thread, node, context."""
+        """Shutdown order of docs/ros.md §4: executor, spin thread, node, context."""
         self.executor.shutdown()
         self._thread.join(10)
         self.node.destroy_node()

@@ -81,7 +81,7 @@ def assert_close_golden(ours: np.ndarray, ref: np.ndarray, kind: str,
 
 
 # ---------------------------------------------------------------------------------------------
-# any-view family (test/data/da3_anyview, copied from shared/golden/da3_anyview)
+# any-view family (test/data/da3_anyview: upstream-produced fixtures, docs/golden.md)
 # ---------------------------------------------------------------------------------------------
 ANYVIEW = DATA.parent / 'da3_anyview'
 ANYVIEW_KEY_LISTS = {'da3-small': 'keys_da3-small.txt', 'da3-base': 'keys_da3-base.txt',

@@ -1,6 +1,6 @@
 """Monocular metric depth for Python users: `DepthPredictor` and `DepthResult`.
 
-The same pipeline as the depth node (DESIGN.md §2), without ROS: camera image -> upstream DA3
+The same pipeline as the depth node (docs/design.md §2), without ROS: camera image -> upstream DA3
 resize to the network grid -> engine -> metres = raw * ((fx'+fy')/2)/300 with fx', fy' at network
 resolution -> sky (sky >= threshold) as +Inf / NaN / kept -> optional max range (+Inf beyond) ->
 optional resize back to the camera resolution (never blending valid with NaN/Inf pixels).

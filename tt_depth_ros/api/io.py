@@ -1,7 +1,7 @@
 """Image, intrinsics and result file I/O for the Python API and the CLI (no ROS, no torch).
 
-Depth files follow the depth_image_proc traits (STYLE.md §10): 16-bit PNG is millimetres with 0 for
-invalid / sky / beyond 65.535 m; float files keep metres with NaN invalid and +Inf sky.
+Depth files follow the depth_image_proc traits (depth_traits.hpp): 16-bit PNG is millimetres with
+0 for invalid / sky / beyond 65.535 m; float files keep metres with NaN invalid and +Inf sky.
 """
 from __future__ import annotations
 

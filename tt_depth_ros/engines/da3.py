@@ -11,7 +11,7 @@ Outputs of `infer(image)` (uint8 (H, W, 3) at network resolution), float32:
   'scale_factor' ().
 
 With a reduced-precision dtype only the backbones are cast; heads, camera decoder and the NESTED
-alignment stay fp32, as upstream runs them (spec/da3.md §8). By default the network runs with its
+alignment stay fp32, as upstream runs them (docs/da3.md §8). By default the network runs with its
 inference fusion switch on (`DA3Model.set_fused`: the same mathematics with LayerScale/residual
 folds and a channels_last head). Non-commercial checkpoints need the licence opt-in
 (engines/da3_family_weights.py).

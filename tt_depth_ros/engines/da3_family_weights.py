@@ -10,7 +10,7 @@ explicit file). The file sizes below are the ones published for the fp32 `model.
 files (golden/da3_anyview/README.md: the rule-v1 files of the same key layout are 592 header bytes
 smaller, which confirms the layout); they are documentation, not a check.
 
-Licences (model cards; spec/da3.md §1): DA3-SMALL and DA3-BASE are Apache-2.0 (as DA3METRIC-LARGE
+Licences (model cards; docs/da3.md §1): DA3-SMALL and DA3-BASE are Apache-2.0 (as DA3METRIC-LARGE
 and DA3MONO-LARGE); DA3-LARGE-1.1, DA3-GIANT-1.1 and DA3NESTED-GIANT-LARGE-1.1 are CC-BY-NC-4.0
 (non-commercial). Loading a non-commercial model needs an explicit opt-in (`require_license`):
 `accept_license=True`, or the environment variable TT_DEPTH_ACCEPT_NC_LICENSE=1, or the CLI flag

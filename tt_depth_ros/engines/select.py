@@ -1,8 +1,8 @@
 """Backend selection: 'auto' picks ttnn, then torch-cuda, then torch-cpu, and logs the choice.
 
 An explicitly requested backend that cannot run raises `BackendUnavailableError` naming the reason;
-there is never a silent fallback (DESIGN.md §1). Probing happens here, at selection time, never at
-import time.
+there is never a silent fallback (docs/design.md §1). Probing happens here, at selection time,
+never at import time.
 """
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ REGISTRY: dict[str, WeightSpec] = {
     'da3mono-large': WeightSpec(
         'depth-anything/DA3MONO-LARGE', 'model.safetensors', revision=None, sha256=None,
         note='no pinned revision known: pass revision=<commit>'),
-    # the revision the tt port uses (spec/dust3r.md §1)
+    # the revision the tt port uses (docs/dust3r.md §1)
     'dust3r-vitl-512-dpt': WeightSpec(
         'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt', 'model.safetensors',
         revision='61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3', sha256=None,

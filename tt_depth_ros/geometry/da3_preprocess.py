@@ -1,7 +1,7 @@
 """DA3 input geometry: network size, the upstream two-step resize and the intrinsics it implies.
 
 Mirrors upstream Depth-Anything-3 `utils/io/input_processor.py` with its defaults
-(`process_res=504`, `process_res_method='upper_bound_resize'`), spec/da3.md §4:
+(`process_res=504`, `process_res_method='upper_bound_resize'`), docs/da3.md §4:
 
 1. Long side to `process_res`: s = process_res / max(W, H); each side max(1, round(dim * s))
    with Python `round`; cv2.resize on uint8, INTER_AREA if s < 1, INTER_CUBIC if s > 1; unchanged

@@ -1,8 +1,8 @@
 """Raw DA3 network maps -> the depth that is published or returned, in one place.
 
-The depth node and the Python API run the same steps in the same order (DESIGN.md §2): metric scale
-with the focal at network resolution (metric models only), sky marking, optional maximum range,
-optional resampling to the camera resolution that never blends valid with invalid/sky pixels.
+The depth node and the Python API run the same steps in the same order (docs/design.md §2): metric
+scale with the focal at network resolution (metric models only), sky marking, optional maximum
+range, optional resampling to the camera resolution that never blends valid with invalid/sky pixels.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DUSt3R input preprocessing and the intrinsics it implies (spec/dust3r.md §5).
+"""DUSt3R input preprocessing and the intrinsics it implies (docs/dust3r.md §5).
 
 Mirrors dust3r `utils/image.py` `load_images(size=512, square_ok=False)`, written from the spec:
 resize the long side to 512 with Pillow (LANCZOS when shrinking from > 512, else BICUBIC), then

@@ -1,4 +1,4 @@
-"""Focal length from a pointmap (spec/dust3r.md §7.1), used when no intrinsics are known.
+"""Focal length from a pointmap (docs/dust3r.md §7.1), used when no intrinsics are known.
 
 Mirrors dust3r `post_process.py` estimate_focal_knowing_depth (mode 'weiszfeld'), written from
 the spec: a single focal f minimises sum_i |p_i - f * r_i| over pixels p (centred on the principal

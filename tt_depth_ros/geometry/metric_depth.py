@@ -1,11 +1,11 @@
 """DA3 raw depth to metres, sky and range handling, and validity-preserving resampling.
 
-Mirrors upstream Depth-Anything-3 `utils/alignment.py::apply_metric_scaling` (spec/da3.md §5): the
+Mirrors upstream Depth-Anything-3 `utils/alignment.py::apply_metric_scaling` (docs/da3.md §5): the
 network predicts planar depth for a virtual 300 px focal, so
 
     metres = raw * ((fx' + fy') / 2) / 300,   fx', fy' = focal lengths AT NETWORK RESOLUTION.
 
-Sky (spec/da3.md §3): upstream calls a pixel non-sky when sky < 0.3 and fills sky with a randomly
+Sky (docs/da3.md §3): upstream calls a pixel non-sky when sky < 0.3 and fills sky with a randomly
 sampled quantile. Here a pixel is sky when sky >= threshold (same 0.3 default), deterministically,
 and becomes +Inf ("no return", REP 117) by default, NaN, or keeps the predicted depth.
 

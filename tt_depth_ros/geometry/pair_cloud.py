@@ -1,6 +1,6 @@
 """Fused coloured point cloud of a DUSt3R pair: both views' points in camera 1's frame.
 
-Both pointmaps are already in camera 1's frame (spec/dust3r.md §3.7), so fusing is selecting
+Both pointmaps are already in camera 1's frame (docs/dust3r.md §3.7), so fusing is selecting
 pixels: finite, not padding (pad mode), and confident — by an absolute confidence threshold
 (conf > t, as upstream's masks) or by a per-view percentile (keep the top 100 - p %).
 """

@@ -1,4 +1,4 @@
-"""Relative pose of camera 2 from DUSt3R's view-2 pointmap by PnP-RANSAC (spec/dust3r.md §7.2).
+"""Relative pose of camera 2 from DUSt3R's view-2 pointmap by PnP-RANSAC (docs/dust3r.md §7.2).
 
 Mirrors the PnP step of dust3r `cloud_opt/pair_viewer.py`, written from the spec: view 2's
 pointmap is expressed in camera 1's frame, so each confident pixel (x, y) of image 2 with its

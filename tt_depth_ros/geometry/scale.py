@@ -1,6 +1,6 @@
 """Metric scale for DUSt3R outputs, which are only defined up to one global factor per pair.
 
-DUSt3R's loss is scale-normalised (spec/dust3r.md §7.1 step 6), so a pair's pointmaps and PnP
+DUSt3R's loss is scale-normalised (docs/dust3r.md §7.1 step 6), so a pair's pointmaps and PnP
 translation are in arbitrary "DUSt3R units". Three sources turn them into something meaningful:
 
 - ``none``: keep DUSt3R units (scale 1); nothing downstream may call them metres.
@@ -111,7 +111,7 @@ def resample_depth_to_grid(depth: np.ndarray, resized_wh: tuple[int, int],
                            crop_ltrb: tuple[int, int, int, int]) -> np.ndarray:
     """Nearest-neighbour map of a camera-resolution depth image onto a resize-then-crop grid.
 
-    Uses the same pixel-centre convention as the intrinsics mapping (spec/dust3r.md §5): resized
+    Uses the same pixel-centre convention as the intrinsics mapping (docs/dust3r.md §5): resized
     pixel centre u' maps to source (u' + 0.5) * W1 / Wr - 0.5. Nearest neighbour never blends
     valid depth with NaN/Inf neighbours.
 

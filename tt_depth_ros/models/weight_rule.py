@@ -1,4 +1,4 @@
-"""Golden weight rule "rule-v1" (shared/golden/README.md): deterministic synthetic checkpoints.
+"""Golden weight rule "rule-v1" (docs/golden.md): deterministic synthetic checkpoints.
 
 Runtime home of the rule (numpy only): the demo needs it when real weights cannot be had, and the
 tests' `support.weight_rule` re-exports it. Every value depends only on the checkpoint key name and

@@ -1,6 +1,6 @@
 """Organized sensor_msgs/PointCloud2 in the depth_image_proc layout, built from one numpy array.
 
-Layout (spec/ros.md §7): x, y, z FLOAT32 at offsets 0, 4, 8 and point_step 16; with colour, a
+Layout (docs/ros.md §7): x, y, z FLOAT32 at offsets 0, 4, 8 and point_step 16; with colour, a
 FLOAT32 `rgb` at offset 16 holding 0x00RRGGBB bits and point_step 32. height x width = the depth
 grid after decimation, row_step = width * point_step, is_dense false, NaN xyz for invalid points.
 The x, y, z (and rgb) planes from geometry.depth_cloud.point_planes are interleaved by one

@@ -1,6 +1,6 @@
 """Depth node: camera Image + CameraInfo in; metric depth, its CameraInfo and a cloud out.
 
-One frame (DESIGN.md §2): the executor validates the message and puts it in the latest-frame
+One frame (docs/design.md §2): the executor validates the message and puts it in the latest-frame
 mailbox; the worker decodes it to RGB, takes intrinsics from the CameraInfo of its stamp (P with
 binning/ROI, scaled explicitly to the image size), resizes to the network grid exactly as upstream
 DA3 does, runs the engine, scales raw depth to metres with the focal AT NETWORK RESOLUTION, marks

@@ -1,6 +1,6 @@
 """Lifecycle base of the perception nodes (depth node, pair node): engine, worker, diagnostics.
 
-Follows the rclpy lifecycle demo (ros2/demos lifecycle_py talker) and spec/ros.md §4:
+Follows the rclpy lifecycle demo (ros2/demos lifecycle_py talker) and docs/ros.md §4:
 configure = validate parameters, build and prepare the engine (slow, logged), create publishers;
 activate = subscriptions + worker, then `super().on_activate` (enables lifecycle publishers);
 deactivate = unsubscribe, stop the worker and drop its pending frame; cleanup = release engine and

@@ -1,6 +1,6 @@
 """Pose messages from 4x4 transforms: PoseStamped, TFMessage (/tf) and nav_msgs/Path.
 
-No tf2_ros wheel exists (spec/ros.md §5): transforms are built here from numpy and published as
+No tf2_ros wheel exists (docs/ros.md §5): transforms are built here from numpy and published as
 tf2_msgs/TFMessage on /tf. A transform T_parent_child (4x4, child-frame points to parent frame)
 becomes a TransformStamped with header.frame_id = parent, child_frame_id = child, stamped with the
 image stamp. Quaternions are (x, y, z, w), normalised, with w >= 0.

@@ -1,6 +1,6 @@
 """rosbag2 access for the replay, record and benchmark tools: raw CDR in, raw CDR out.
 
-Messages stay serialized end to end (spec/ros.md §6): the bag's CDR bytes go straight into rclpy
+Messages stay serialized end to end (docs/ros.md §6): the bag's CDR bytes go straight into rclpy
 publishers, and raw subscriptions hand bytes straight to the `rosbags` Writer. The one edit made to
 raw bytes is the header stamp, which sits at a fixed place in every message whose first field is
 a std_msgs/Header (after the 4-byte CDR encapsulation: int32 sec, uint32 nanosec). Rewriting it

@@ -1,6 +1,6 @@
 """The benchmark's ROS side: playback, output monitor and diagnostics listener on one node.
 
-Mirrors ros2_benchmark's graph (spec/ros.md §8) without modifying the node under test: the
+Mirrors ros2_benchmark's graph (docs/ros.md §8) without modifying the node under test: the
 player (tools/replay.py) publishes pre-buffered bag frames, the monitor raw-subscribes to the
 node's output and records the receive time of each header stamp (read from the CDR bytes, no
 deserialization on the hot path), and the listener keeps the node's latest /diagnostics values.

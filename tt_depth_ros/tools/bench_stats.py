@@ -1,6 +1,6 @@
 """Benchmark statistics in the form ROS users compare (NVIDIA ros2_benchmark), plus our additions.
 
-Pure functions over send/receive times keyed by header stamp (spec/ros.md §8): the node under test
+Pure functions over send/receive times keyed by header stamp (docs/ros.md §8): the node under test
 copies the input stamp to its output, so each output is matched to the frame that caused it.
 Metric names reuse the spellings of ros2_benchmark's `BasicPerformanceMetrics` and
 `ResourceMetrics` (the strings below); additions (percentiles, drops, unmatched outputs) use

@@ -1,4 +1,4 @@
-"""The stand-in reproduces the traps that decide correctness on hardware (spec/ttnn.md §8).
+"""The stand-in reproduces the traps that decide correctness on hardware (docs/ttnn.md §8).
 
 If one of these stopped raising, the engine tests above would stop proving anything.
 """

@@ -3,7 +3,7 @@
 
 Injected by tests (`sys.modules['ttnn'] = ttnn_standin`, see `install()`); the engines import
 `ttnn` and never know. It computes with torch and reproduces what decides correctness on a
-Blackhole p150 (spec/ttnn.md §8): bf16 round-to-nearest-even on every op output, bfloat8_b
+Blackhole p150 (docs/ttnn.md §8): bf16 round-to-nearest-even on every op output, bfloat8_b
 blocks, tile padding to 32 and undefined padding after tiled reshapes/slices, the layouts ops
 reject, keyword-only arguments and the defaults that bite (layer_norm eps 1e-12, SDPA
 is_causal=True, split-heads transpose_key=True, from_torch ROW_MAJOR), trace capture/execute/

@@ -1,4 +1,4 @@
-"""Device, dispatch, program cache and trace semantics of the ttnn stand-in (spec/ttnn.md §2, §6).
+"""Device, dispatch, program cache and trace semantics of the ttnn stand-in (docs/ttnn.md §2, §6).
 
 - Grid: a p150a has 120 Tensix cores; with stock (Tensix) dispatch one column goes to dispatch,
   leaving 11x10; ETH dispatch leaves 12x10 — but only on a tt-metal with the ETH-dispatch patch.

@@ -1,4 +1,4 @@
-"""conv2d / conv_transpose2d of the ttnn stand-in (spec/ttnn.md §5).
+"""conv2d / conv_transpose2d of the ttnn stand-in (docs/ttnn.md §5).
 
 All keyword-only; input is flattened NHWC (1, 1, N*H*W, C); output (1, 1, N*Ho*Wo, Cout) TILE.
 Host weights (OIHW / IOHW) are prepared and uploaded by the op itself, which is host I/O and so

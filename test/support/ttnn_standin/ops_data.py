@@ -1,4 +1,4 @@
-"""Host I/O and data-movement ops of the ttnn stand-in (spec/ttnn.md §4-§5).
+"""Host I/O and data-movement ops of the ttnn stand-in (docs/ttnn.md §4-§5).
 
 Traps reproduced: `from_torch` defaults to ROW_MAJOR; block-float dtypes need TILE; host I/O
 raises inside a trace capture; a tiled reshape/slice that changes the row structure leaves the

@@ -1,4 +1,4 @@
-"""`ttnn.transformer` of the stand-in: head split/concat and SDPA (spec/ttnn.md §5).
+"""`ttnn.transformer` of the stand-in: head split/concat and SDPA (docs/ttnn.md §5).
 
 Traps reproduced: split-heads returns K transposed unless `transpose_key=False`; SDPA is causal
 unless `is_causal=False`; non-tile-aligned sequence or head dims raise (their masking is

@@ -154,7 +154,7 @@ class CoreGrid:
 
 
 class DispatchCoreConfig:
-    """Dispatch core type/axis. Blackhole rejects (ETH, ROW) (spec/ttnn.md §2)."""
+    """Dispatch core type/axis. Blackhole rejects (ETH, ROW) (docs/ttnn.md §2)."""
 
     def __init__(self, type=None, axis=None, fabric_tensix_config=None):  # noqa: A002 (ttnn name)
         self.type = DispatchCoreType.WORKER if type is None else type

@@ -1,4 +1,4 @@
-"""Traced ttnn engines for DA3 and DUSt3R on a Tenstorrent Blackhole p150 (spec/ttnn.md).
+"""Traced ttnn engines for DA3 and DUSt3R on a Tenstorrent Blackhole p150 (docs/ttnn.md).
 
 One captured trace per input shape; weights converted once (cached on disk); normalisation and
 output activations on device. `build_ttnn_engine` is what engines/factory.py calls for

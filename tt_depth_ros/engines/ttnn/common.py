@@ -109,7 +109,7 @@ class TtLinear:
 
 
 class TtLayerNorm:
-    """LayerNorm with an explicit eps (ttnn defaults to 1e-12; spec/ttnn.md §5).
+    """LayerNorm with an explicit eps (ttnn defaults to 1e-12; docs/ttnn.md §5).
 
     Output dtype = input dtype; gamma/beta are float32 when the preset names group 'norm'.
     """

@@ -1,8 +1,8 @@
-"""Per-shape device configuration, derived in one place (STYLE.md "What we take" 8).
+"""Per-shape device configuration, derived in one commented place (as tt-metal model demos do).
 
 Token rows are padded to a tile multiple (32) so every matmul/SDPA contracts over aligned dims;
 padded keys are masked with an additive -1e9 (SDPA masking of a non-aligned logical length is
-unverified on hardware, spec/ttnn.md §5). SDPA chunks are the largest of 256/128/64/32 that divide
+unverified on hardware, docs/ttnn.md §5). SDPA chunks are the largest of 256/128/64/32 that divide
 the padded length (ttnn requires chunk | length); the SDPA grid is the whole compute grid.
 """
 from __future__ import annotations

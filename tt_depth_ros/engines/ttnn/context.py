@@ -1,4 +1,4 @@
-"""Device open/close and the per-engine context every `Tt*` module receives (spec/ttnn.md §2-§3).
+"""Device open/close and the per-engine context every `Tt*` module receives (docs/ttnn.md §2-§3).
 
 `ttnn` is imported only when an engine is built (importing this package has no side effects and
 works without tt-metal). Tests inject a CPU stand-in as `sys.modules['ttnn']`; nothing here knows.
@@ -15,7 +15,7 @@ from typing import Any, Optional
 L1_SMALL_SIZE = 32 * 1024
 
 # Trace region: every captured program stores its dispatch commands and runtime args there.
-# Measured on Blackhole (spec/ttnn.md §2): ~950-1,066 ops fitted in 512 MiB and ~260 ops in
+# Measured on Blackhole (docs/ttnn.md §2): ~950-1,066 ops fitted in 512 MiB and ~260 ops in
 # ~90 MB, i.e. <= ~0.5 MiB per program (an upper bound; the mock device cannot capture, so the
 # dry run counts programs but not bytes). Budget: 0.5 MiB per program (the nets'
 # programs_estimate, from real-library counts) per traced shape, rounded up to 64 MiB.
@@ -58,7 +58,7 @@ class TtContext:
 def open_device(ttnn, device_id: int, trace_bytes: int, logger: Optional[Any] = None):
     """Open `device_id` with ETH dispatch (12x10 grid on a patched tt-metal), else stock dispatch.
 
-    Stock tt-metal / the 0.81.1 wheel cannot put dispatch on a p150's ETH cores (spec/ttnn.md §7;
+    Stock tt-metal / the 0.81.1 wheel cannot put dispatch on a p150's ETH cores (docs/ttnn.md §7;
     patches/tt-metal-eth-dispatch.patch); then the open fails and we reopen with the default
     (Tensix) dispatch, which costs one column (11x10). Both outcomes are logged, never silent.
 
@@ -66,7 +66,7 @@ def open_device(ttnn, device_id: int, trace_bytes: int, logger: Optional[Any] = 
         (device, 'eth' | 'worker', (grid_x, grid_y)).
     """
     try:
-        # Blackhole rejects (ETH, ROW): pass the type only (spec/ttnn.md §2).
+        # Blackhole rejects (ETH, ROW): pass the type only (docs/ttnn.md §2).
         eth = ttnn.DispatchCoreConfig(ttnn.DispatchCoreType.ETH)
         device = ttnn.open_device(device_id=device_id, l1_small_size=L1_SMALL_SIZE,
                                   trace_region_size=trace_bytes, dispatch_core_config=eth)

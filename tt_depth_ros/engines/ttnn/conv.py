@@ -1,7 +1,7 @@
 """conv2d / conv_transpose2d on device (torch nn.Conv2d / ConvTranspose2d), prepared per shape.
 
 ttnn re-prepares and re-uploads host weights on every conv call, which is host I/O and illegal in
-a trace capture (spec/ttnn.md §5): the warm-up call passes the host weights with
+a trace capture (docs/ttnn.md §5): the warm-up call passes the host weights with
 `return_weights_and_bias=True` and keeps the returned device weights for that shape; warmed shapes
 (and the capture) then use those. 1x1 convs are plain linears (TtLinear) instead.
 """

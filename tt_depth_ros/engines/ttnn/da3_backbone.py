@@ -1,4 +1,4 @@
-"""DINOv2 backbone of DA3 on device (torch `models/da3/backbone.py`, spec/da3.md §2.1).
+"""DINOv2 backbone of DA3 on device (torch `models/da3/backbone.py`, docs/da3.md §2.1).
 
 Normalisation is folded into the patch-embed conv: W' = W / (255 std_c), b' = b - sum W mean_c /
 std_c, so the device takes the uint8 image (as bf16, exact for 0..255). Token order on device is

@@ -1,4 +1,4 @@
-"""DA3 DPT head on device (torch `models/da3/head.py`, spec/da3.md §2.2).
+"""DA3 DPT head on device (torch `models/da3/head.py`, docs/da3.md §2.2).
 
 The depth and sky branches are merged: output_conv2.0 and sky_output_conv2.0 become one 3x3 conv
 (128 -> 2*32, ReLU fused) and the two 1x1 convs one block-diagonal linear (64 -> 2), exactly the

@@ -1,4 +1,4 @@
-"""CroCo decoder block on device (torch `models/dust3r/decoder_block.py`, spec/dust3r.md §3.4).
+"""CroCo decoder block on device (torch `models/dust3r/decoder_block.py`, docs/dust3r.md §3.4).
 
 x += attn(norm1 x) (RoPE on q, k); x += cross_attn(norm2 x, norm_y y) (q from x, fused k|v from
 y, RoPE on q with x's and on k with y's positions — one table, both views share a grid);

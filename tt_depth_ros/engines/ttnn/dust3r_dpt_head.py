@@ -1,4 +1,4 @@
-"""DUSt3R DPT head on device (torch `models/dust3r/dpt_head.py`, spec/dust3r.md §3.6-§3.7).
+"""DUSt3R DPT head on device (torch `models/dust3r/dpt_head.py`, docs/dust3r.md §3.6-§3.7).
 
 act_postprocess -> fusion ('double_then_crop': x2 then crop to the next level, folded into the
 resize matrices) -> head.0 (3x3) -> x2 -> head.2 (3x3, ReLU) -> head.4 (1x1) = raw (1,1,HW,4).

@@ -131,7 +131,7 @@ class TtDust3r:
         ttnn.deallocate(f2, force=False)
         dd = self.cfg.dec_embed_dim
         for i, (b1, b2) in enumerate(zip(self.dec1, self.dec2)):
-            # both branches read the previous layer's x1 and x2 (spec/dust3r.md §3.4)
+            # both branches read the previous layer's x1 and x2 (docs/dust3r.md §3.4)
             n1, n2 = b1(x1, x2, st['attn'], st['rope_dec']), b2(x2, x1, st['attn'],
                                                                  st['rope_dec'])
             ttnn.deallocate(x1, force=False)

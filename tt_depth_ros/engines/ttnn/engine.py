@@ -1,4 +1,4 @@
-"""TtnnEngine: the traced ttnn backend behind the Engine interface (spec/ttnn.md §6).
+"""TtnnEngine: the traced ttnn backend behind the Engine interface (docs/ttnn.md §6).
 
 prepare(shape): per-shape constants -> persistent uint8 input -> eager warm-up (compiles every
 program, prepares conv weights) -> one trace per prepared shape. A shape arriving after a capture

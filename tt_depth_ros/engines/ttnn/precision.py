@@ -1,4 +1,4 @@
-"""Precision knobs of the ttnn engines (spec/ttnn.md §3): dtypes of weights and activations.
+"""Precision knobs of the ttnn engines (docs/ttnn.md §3): dtypes of weights and activations.
 
 'bfloat16': bf16 activations and weights, HiFi4 with fp32 accumulation on every matmul, conv and
 SDPA (the DA3 port needed this for PCC >= 0.99); the DUSt3R default. On the synthetic DA3 weights

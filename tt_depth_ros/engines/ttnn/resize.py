@@ -1,7 +1,7 @@
 """Bilinear resize with align_corners=True as two constant matmuls (torch F.interpolate).
 
 ttnn.upsample's bilinear mode is half-pixel (align_corners=False) and integer-scale only
-(spec/ttnn.md §5), so DPT's resizes are separable matrices: out = A_h . X . A_w^T. A crop after
+(docs/ttnn.md §5), so DPT's resizes are separable matrices: out = A_h . X . A_w^T. A crop after
 a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Interpolation
 weights such as 159/279 are not bf16 numbers: each matrix is split into A_hi + A_lo (both bf16,
 A_lo = bf16(A - A_hi)) and applied as two matmuls, which keeps the weights to ~16 bits.

@@ -1,4 +1,4 @@
-"""2-D RoPE on device (torch `models/layers/rope2d.py`, spec/dust3r.md §3.2).
+"""2-D RoPE on device (torch `models/layers/rope2d.py`, docs/dust3r.md §3.2).
 
 t' = t * cos + rot(t) * sin, with rot = [u_y, v_y, u_x, v_x] -> [-v_y, u_y, -v_x, u_x] done as a
 matmul with a constant signed permutation R (exact: one +-1 per column) and the cos/sin tables

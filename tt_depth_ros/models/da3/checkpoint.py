@@ -1,4 +1,4 @@
-"""DA3 checkpoint keys -> module keys and strict loading (spec/da3.md §6, golden any-view README).
+"""DA3 checkpoint keys -> module keys and strict loading (docs/da3.md §6, golden any-view README).
 
 The module tree uses the checkpoint names, so the mapping is a pure dict-to-dict rename: strip
 `model.` (legacy `module.`), legacy `.net.` -> `.backbone.` and `output_conv2_additional.sky_mask`

@@ -1,6 +1,6 @@
 """DA3 DPT heads (upstream `model/dpt.py`, `model/dualdpt.py`).
 
-`DA3Head` (metric / mono, spec/da3.md §2.2): tokens -> per-level 1x1 projection -> resize (ConvT x4,
+`DA3Head` (metric / mono, docs/da3.md §2.2): tokens -> per-level 1x1 projection -> resize (ConvT x4,
 ConvT x2, identity, conv s2) -> the shared DPT fusion -> output_conv1 -> bilinear
 (align_corners=True) to the input size -> depth = exp(output_conv2), sky = relu(sky_output_conv2).
 

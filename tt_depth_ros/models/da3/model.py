@@ -1,7 +1,7 @@
 """DA3 network, every family member (upstream `model/da3.py`, net part).
 
 * metric / mono: DINOv2 backbone + DPT head -> raw depth and sky. No sky post-process here:
-  upstream's in-forward sky fill samples at random (spec/da3.md §3), so the raw maps are returned
+  upstream's in-forward sky fill samples at random (docs/da3.md §3), so the raw maps are returned
   and sky is handled deterministically in `geometry/metric_depth.py`.
 * any-view: backbone with camera token and cross-view attention + DualDPT head (depth, conf, rays)
   + camera decoder (pose encoding -> world-to-camera extrinsics and intrinsics). The views of ONE

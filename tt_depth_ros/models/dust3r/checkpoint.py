@@ -1,4 +1,4 @@
-"""DUSt3R checkpoint keys -> our module keys (spec/dust3r.md §6), and strict loading.
+"""DUSt3R checkpoint keys -> our module keys (docs/dust3r.md §6), and strict loading.
 
 The module tree already uses the checkpoint names, so the mapping is small and pure (dict in,
 dict out, no I/O): the in-memory DPT alias `...scratch.layer_rn.{K-1}.weight` (present in

@@ -1,4 +1,4 @@
-"""DUSt3R model dimensions (spec/dust3r.md §2, fixture README §2): real LARGE and golden TINY."""
+"""DUSt3R model dimensions (docs/dust3r.md §2, fixture README §2): real LARGE and golden TINY."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""DUSt3R DPT regression head (spec/dust3r.md §3.6): tokens at four taps -> raw (B, 4, H, W).
+"""DUSt3R DPT regression head (docs/dust3r.md §3.6): tokens at four taps -> raw (B, 4, H, W).
 
 Mirrors croco `models/dpt_block.py` DPTOutputAdapter as used by dust3r `heads/dpt_head.py`:
 `act_postprocess` brings the taps to strides 4/8/16/32, the shared `DPTFusion` ("scratch")

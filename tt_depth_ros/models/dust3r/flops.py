@@ -1,4 +1,4 @@
-"""Analytic FLOP count of one DUSt3R forward (spec/dust3r.md §4), 1 multiply-add = 2 FLOP.
+"""Analytic FLOP count of one DUSt3R forward (docs/dust3r.md §4), 1 multiply-add = 2 FLOP.
 
 Counts matmuls and convolutions (attention scores and weighted sums included); norms, softmax,
 GELU, RoPE, bilinear resizes and the output activations are ignored (< 1 %).

@@ -1,4 +1,4 @@
-"""DUSt3R asymmetric two-view network (spec/dust3r.md §3): ViT encoder, lockstep decoders, DPT.
+"""DUSt3R asymmetric two-view network (docs/dust3r.md §3): ViT encoder, lockstep decoders, DPT.
 
 Mirrors dust3r `model.py` AsymmetricCroCo3DStereo (inference config: PatchEmbedDust3R, no
 transposition of portrait inputs) with croco `models/croco.py`. Attribute names equal the

@@ -1,7 +1,7 @@
 """Multi-head self-attention as in DINOv2 `layers/attention.py` and timm `Attention`.
 
 The fused `qkv` projection is read as (B, N, 3, heads, head_dim): the q/k/v index is outer and the
-head index inner (spec/da3.md §2.1), which is what the upstream checkpoints assume. An optional
+head index inner (docs/da3.md §2.1), which is what the upstream checkpoints assume. An optional
 `rope(t, pos)` callable rotates q and k (DUSt3R/CroCo RoPE2D, DA3 any-view); DA3 metric passes none.
 With `qk_norm` (DA3 any-view blocks from `qknorm_start`), q and k each go through their own
 LayerNorm over head_dim (shared by all heads) after the head split and before RoPE.

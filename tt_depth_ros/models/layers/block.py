@@ -33,7 +33,7 @@ class Block(nn.Module):
         dim: Token width.
         num_heads: Attention heads.
         mlp_ratio: FFN hidden width / dim (ignored when `ffn_hidden` is given).
-        norm_eps: LayerNorm epsilon (1e-6 in DINOv2 and CroCo blocks, spec/da3.md §2).
+        norm_eps: LayerNorm epsilon (1e-6 in DINOv2 and CroCo blocks, docs/da3.md §2).
         layer_scale: Use LayerScale (DINOv2) or not (CroCo: `ls1`/`ls2` are Identity).
         qkv_bias: Bias on the fused qkv projection.
         qk_norm: LayerNorm on q and k per head (DA3 any-view, from `qknorm_start`).

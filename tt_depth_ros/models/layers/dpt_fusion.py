@@ -9,7 +9,7 @@ two upstreams differ only in how a coarser path meets the next finer level:
   next level's size (a no-op when sizes agree). refinenet4 keeps `resConfUnit1` (in checkpoints,
   unused at runtime).
 
-Every bilinear resize uses align_corners=True (spec/da3.md §2.2).
+Every bilinear resize uses align_corners=True (docs/da3.md §2.2).
 """
 from __future__ import annotations
 

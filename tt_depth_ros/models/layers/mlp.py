@@ -21,7 +21,7 @@ class Mlp(nn.Module):
     def __init__(self, in_features: int, hidden_features: int) -> None:
         super().__init__()
         self.fc1 = nn.Linear(in_features, hidden_features)
-        # exact erf GELU, not the tanh approximation (spec/da3.md §2)
+        # exact erf GELU, not the tanh approximation (docs/da3.md §2)
         self.act = nn.GELU()
         self.fc2 = nn.Linear(hidden_features, in_features)
 

@@ -1,6 +1,6 @@
 """Learned absolute position embedding resampling, as DINOv2 `interpolate_pos_encoding`.
 
-Upstream quirk kept on purpose (spec/da3.md §2.1): the grid is resized with
+Upstream quirk kept on purpose (docs/da3.md §2.1): the grid is resized with
 `scale_factor=((h0 + offset) / M, (w0 + offset) / M)`, offset 0.1, bicubic, antialias off, in fp32 -
 not `size=(h0, w0)`. The source-coordinate mapping then uses M/(h0+0.1); `size=` gives percent-level
 depth errors away from 518x518.

@@ -1,4 +1,4 @@
-"""2-D rotary position embedding "RoPE100" as used by CroCo/DUSt3R (spec/dust3r.md §3.2).
+"""2-D rotary position embedding "RoPE100" as used by CroCo/DUSt3R (docs/dust3r.md §3.2).
 
 Mirrors the behaviour of croco `models/pos_embed.py` (RoPE2D, pytorch path), written from the spec:
 the head vector is split in two halves, the first rotated by the patch row (y) and the second by
