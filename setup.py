@@ -23,8 +23,8 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'depth_node = tt_depth_ros.ros.depth_node:main',
-            'pair_node = tt_depth_ros.ros.pair_node:main',
+            'depth_node = tt_depth_ros.ros.entry_points:depth_node',
+            'pair_node = tt_depth_ros.ros.entry_points:pair_node',
             'tt-depth = tt_depth_ros.tools.cli:main',
             'tt-depth-sample-bag = tt_depth_ros.tools.sample_bag:main',
             'tt-depth-replay = tt_depth_ros.tools.replay:main',

@@ -15,6 +15,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -167,3 +168,35 @@ def test_second_signal_after_a_clean_shutdown_is_absorbed():
             os.kill(proc.pid, signal.SIGINT)   # pid held until reaped by poll()
             time.sleep(0.005)
         assert stop(proc, 5) == 0, proc.log_text()
+
+
+def _maps_rclpy(pid: int) -> bool:
+    """Whether rcl's library is mapped into `pid` yet (the node module's imports are under way)."""
+    try:
+        return 'librcl.so' in Path(f'/proc/{pid}/maps').read_text()
+    except OSError:
+        return True
+
+
+def test_ctrl_c_during_the_console_scripts_imports_exits_0():
+    """The installed `depth_node` script catches SIGINT before rclpy/numpy/OpenCV are imported.
+
+    The signal is sent the moment the script's handlers exist; /proc/<pid>/maps tells whether it
+    landed before rclpy was loaded (the window that used to end in KeyboardInterrupt).
+    """
+    script = Path(sys.executable).parent / 'depth_node'
+    assert script.is_file(), f'{script} missing: the package is not installed in this venv'
+    params = {'engine_plugin': KNOWN_ENGINE, 'camera_info_mode': 'default_focal'}
+    cmd = [str(script)] + depth_node_cmd('/early', params)[3:]   # drop `python -m module`
+    env = dict(os.environ, **child_env(), PYTHONUNBUFFERED='1')
+    early = 0
+    for i in range(6):
+        with spawn(cmd, env=env, name=f'early{i}') as proc:
+            wait_for(lambda: catches_signal(proc.pid, signal.SIGTERM), 60, interval=0.005,
+                     what='signal handlers installed')
+            early += not _maps_rclpy(proc.pid)
+            os.kill(proc.pid, signal.SIGINT)
+            rc = proc.wait(EXIT_BOUND_S)
+            log = proc.log_text()
+            assert rc == 0 and 'Traceback' not in log and 'KeyboardInterrupt' not in log, log
+    assert early, 'no signal landed before rclpy was imported: the handlers come too late'

@@ -1,0 +1,27 @@
+"""Console scripts of the nodes (what `ros2 run` / `ros2 launch` start): signals, then imports.
+
+Importing a node module loads rclpy, numpy and OpenCV, which takes up to a second; Python's default
+SIGINT handling in that window raises KeyboardInterrupt (a traceback, exit code 1), exactly when
+a user presses Ctrl-C on a launch that has just started. The latch is installed before those imports
+and handed to `run_lifecycle_node`, so a signal at any point after these few lines ends the process
+cleanly with exit 0 (the node is created, skips autostart and shuts down at once).
+"""
+from __future__ import annotations
+
+from tt_depth_ros.ros.signal_latch import SignalLatch
+
+
+def depth_node() -> int:
+    """`depth_node`: the depth node with its signal latch installed before the heavy imports."""
+    latch = SignalLatch()
+    from tt_depth_ros.ros.depth_node import DepthNode
+    from tt_depth_ros.ros.node_runner import run_lifecycle_node
+    return run_lifecycle_node(DepthNode, latch=latch)
+
+
+def pair_node() -> int:
+    """`pair_node`: the pair node with its signal latch installed before the heavy imports."""
+    latch = SignalLatch()
+    from tt_depth_ros.ros.node_runner import run_lifecycle_node
+    from tt_depth_ros.ros.pair_node import PairNode
+    return run_lifecycle_node(PairNode, latch=latch)
