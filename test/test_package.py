@@ -28,7 +28,7 @@ ROSDEP_KEYS = {
     'sensor_msgs': 'sensor_msgs', 'geometry_msgs': 'geometry_msgs', 'std_msgs': 'std_msgs',
     'nav_msgs': 'nav_msgs', 'builtin_interfaces': 'builtin_interfaces',
     'diagnostic_msgs': 'diagnostic_msgs', 'rosgraph_msgs': 'rosgraph_msgs', 'tf2_msgs': 'tf2_msgs',
-    'launch': 'launch', 'launch_ros': 'launch_ros',
+    'launch': 'launch', 'launch_ros': 'launch_ros', 'ament_index_python': 'ament_index_python',
     'numpy': 'python3-numpy', 'cv2': 'python3-opencv', 'PIL': 'python3-pil',
     'yaml': 'python3-yaml', 'psutil': 'python3-psutil', 'matplotlib': 'python3-matplotlib',
 }

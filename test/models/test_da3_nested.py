@@ -1,7 +1,8 @@
 """DA3NESTED-GIANT-LARGE-1.1 against the golden NESTED case.
 
 Alignment against the stored intermediates, determinism above 100,000 pixels, strict key list,
-branch routing; the full-size forward is opt-in (TT_DEPTH_GIANT_TESTS=1: ~9 GB RAM, ~70 s).
+branch routing; the full-size forward (~9 GB RAM, ~70 s) runs in `make test` (a developer may skip
+it with TT_DEPTH_SKIP_GIANT=1; CI never does).
 """
 import os
 
@@ -139,8 +140,9 @@ def test_tiny_nested_is_both_branches_then_alignment():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get('TT_DEPTH_GIANT_TESTS') != '1',
-                    reason='full-size NESTED needs ~9 GB RAM and ~70 s: TT_DEPTH_GIANT_TESTS=1')
+@pytest.mark.skipif(os.environ.get('TT_DEPTH_SKIP_GIANT') == '1' and os.environ.get('CI') != 'true',
+                    reason='TT_DEPTH_SKIP_GIANT=1: full-size NESTED (~9 GB RAM, ~70 s) skipped '
+                           'on this developer machine (never in CI)')
 def test_full_size_nested_matches_golden(g):
     with torch.device('meta'):
         model = NestedDA3()
