@@ -28,6 +28,7 @@ import numpy as np
 from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image, from_camera_arrays
 
 DISTORTION_MODELS = ('plumb_bob', 'rational_polynomial', 'equidistant')
+MAP_EDGE_TOL = 1e-3   # px
 _COEFFS = {'plumb_bob': (5,), 'rational_polynomial': (8, 12, 14), 'equidistant': (4,)}
 
 
@@ -113,10 +114,12 @@ def valid_from_maps(map_x: np.ndarray, map_y: np.ndarray) -> np.ndarray:
     """Pixels whose source coordinate lies in [0, W-1] x [0, H-1] (maps are (H, W) = source size).
 
     Bilinear interpolation of those reads only source pixels; anything else blends with the black
-    outside, or is all black.
+    outside, or is all black. MAP_EDGE_TOL absorbs the maps' float rounding at an exact edge (P = K
+    maps row 0 to about -1e-7); cv2.remap gives such a sliver (< 1/64 px) no weight anyway.
     """
     h, w = map_x.shape
-    return ((map_x >= 0.0) & (map_x <= w - 1) & (map_y >= 0.0) & (map_y <= h - 1))
+    t = MAP_EDGE_TOL
+    return ((map_x >= -t) & (map_x <= w - 1 + t) & (map_y >= -t) & (map_y <= h - 1 + t))
 
 
 def valid_on_grid(valid: np.ndarray, out_hw: tuple[int, int]) -> np.ndarray:

@@ -45,7 +45,7 @@ from tt_depth_ros.ros.anyview_pair import ANYVIEW_PAIR_MODELS, make_pair_pipelin
 from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
 from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
-from tt_depth_ros.ros.pair_outputs import PairPublishing
+from tt_depth_ros.ros.pair_outputs import PairPublishing, drop_borders
 from tt_depth_ros.ros.pair_params import DUST3R_MODELS, PAIR_PARAMS
 from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
 from tt_depth_ros.ros.pairing import ApproxTimePairer, stamp_to_ns
@@ -266,12 +266,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         except ValueError as exc:
             self.reject('pair', str(exc))
             return None
-        # rectified pixels from outside the source images: out of depth, cloud and scale
-        for i, (border, plan) in enumerate(zip(borders, (result.plan1, result.plan2)), 1):
-            if border is not None:
-                valid = border.valid_window(plan.resized_wh, plan.box_ltrb)
-                setattr(result, f'mask{i}', getattr(result, f'mask{i}') & valid)
-        return result
+        return drop_borders(result, borders)
 
     def process(self, item) -> None:
         """Worker: one stereo pair or one temporal frame to published outputs."""
