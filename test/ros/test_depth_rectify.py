@@ -18,7 +18,8 @@ Borders: a fisheye rectified with balance 1 (the whole source in view, like alph
 rectified pixels that see nothing; their source coordinates (projected independently with
 cv2.fisheye.distortPoints) lie outside the image. Those pixels must be invalid (NaN, not the
 network's guess for black: the engine double calls black +Inf sky) in depth and cloud, and the
-interior (8 px inside the source) must keep the tolerance above with >= 98 % of it valid.
+interior (8 px inside the source) must keep the tolerance above with >= 98 % of it valid; the
+same holds on the network grid (`output_resolution: network`).
 """
 import json
 import sys
@@ -203,9 +204,22 @@ def test_fisheye_borders_are_invalid_in_depth_and_cloud():
             time.sleep(0.05)
             img_pub.publish(rgb_image_msg(distorted_frame(model, d), header))
             out = {t: _wait_stamp(probe, t, 900) for t in ('depth', 'depth/camera_info', 'points')}
+            assert all(r.successful for r in probe.set_params(NODE, {'output_resolution':
+                                                                    'network'}))
+            header.stamp.sec = 901
+            info_pub.publish(camera_info(model, d, P, header))
+            time.sleep(0.05)
+            img_pub.publish(rgb_image_msg(distorted_frame(model, d), header))
+            net = image_msg_to_depth(_wait_stamp(probe, 'depth', 901))
             assert proc.poll() is None, proc.log_text()
     finally:
         probe.close()
+    gh, gw = net.shape                      # network grid: a border pixel under a grid centre
+    assert (gh, gw) != (H, W)
+    rows = np.clip(np.rint((np.arange(gh) + 0.5) * H / gh - 0.5).astype(int), 0, H - 1)
+    cols = np.clip(np.rint((np.arange(gw) + 0.5) * W / gw - 0.5).astype(int), 0, W - 1)
+    assert np.isnan(net[border[np.ix_(rows, cols)]]).all()
+    assert np.isfinite(net[(interior & smooth_mask(gt))[np.ix_(rows, cols)]]).mean() >= 0.98
     depth = image_msg_to_depth(out['depth'])
     pts = read_points(out['points'], field_names=['x', 'y', 'z'], skip_nans=False)
     xyz = np.stack([pts['x'], pts['y'], pts['z']], -1).reshape(H, W, 3)
