@@ -13,6 +13,13 @@ Tolerance (stated): on pixels away from depth discontinuities, median |depth err
 network-grid round trip; measured 0.3 % / 0.9 %); the cloud's median 3D error <= 1 % of the
 range. Without rectification the median error exceeds 3 % and the 90th percentile 10 %
 (measured 4-10 % / 15-20 %).
+
+Borders: a fisheye rectified with balance 1 (the whole source in view, like alpha > 0) has
+rectified pixels that see nothing; their source coordinates (projected independently with
+cv2.fisheye.distortPoints) lie outside the image. Those pixels must be invalid (NaN, not the
+network's guess for black: the engine double calls black +Inf sky) in depth and cloud, and the
+interior (8 px inside the source) must keep the tolerance above with >= 98 % of it valid; the
+same holds on the network grid (`output_resolution: network`).
 """
 import json
 import sys
@@ -163,3 +170,64 @@ def _errors(out, gt, P):
     err3 = np.linalg.norm(xyz[m] - truth[m], axis=-1) / np.linalg.norm(truth[m], axis=-1)
     return {'median_rel': float(np.median(rel)), 'p90_rel': float(np.percentile(rel, 90)),
             'cloud_median_rel': float(np.median(err3)), 'valid': float(m.mean())}
+
+
+def test_fisheye_borders_are_invalid_in_depth_and_cloud():
+    model, d = 'equidistant', np.asarray(LENSES['equidistant'], float)
+    P = cv2.fisheye.estimateNewCameraMatrixForUndistortRectify(K, d.reshape(4, 1), (W, H),
+                                                                np.eye(3), balance=1.0)
+    v, u = np.mgrid[0:H, 0:W].astype(np.float64)
+    rays = np.stack([(u - P[0, 2]) / P[0, 0], (v - P[1, 2]) / P[1, 1]], -1)
+    src = cv2.fisheye.distortPoints(rays.reshape(-1, 1, 2), K, d.reshape(4, 1)).reshape(H, W, 2)
+    inside_by = np.minimum.reduce([src[..., 0], W - 1 - src[..., 0], src[..., 1],
+                                   H - 1 - src[..., 1]])
+    border, interior = inside_by < -0.5, inside_by >= 8.0
+    assert 0.02 < border.mean() < 0.2
+    _, gt = render(default_scene(), P, W, H, POSE)
+    args = json.dumps({'fx': P[0, 0], 'fy': P[1, 1], 'width': W, 'height': H, 'z_step': Z_STEP})
+    params = {'engine_plugin': 'depth_code_engine:DepthCodeEngine', 'engine_plugin_args': args,
+              'input_reliability': 'reliable', 'process_res': 322}
+    probe = RosProbe('rect_border_probe')
+    for topic, typ in (('depth', Image), ('depth/camera_info', CameraInfo),
+                       ('points', PointCloud2)):
+        probe.subscribe(typ, f'{NS}/{topic}', RELIABLE)
+    img_pub = probe.publisher(Image, f'{NS}/image', RELIABLE)
+    info_pub = probe.publisher(CameraInfo, f'{NS}/camera_info', RELIABLE)
+    try:
+        with spawn(depth_node_cmd(NS, params), env=child_env(), name='rect-border') as proc:
+            probe.wait_matched(img_pub, timeout=60)
+            probe.wait_matched(info_pub)
+            wait_for(lambda: probe.get_state(NODE) == 'active', 60, what='node active')
+            header = Header(frame_id='cam_optical_frame')
+            header.stamp.sec = 900
+            info_pub.publish(camera_info(model, d, P, header))
+            time.sleep(0.05)
+            img_pub.publish(rgb_image_msg(distorted_frame(model, d), header))
+            out = {t: _wait_stamp(probe, t, 900) for t in ('depth', 'depth/camera_info', 'points')}
+            assert all(r.successful for r in probe.set_params(NODE, {'output_resolution':
+                                                                    'network'}))
+            header.stamp.sec = 901
+            info_pub.publish(camera_info(model, d, P, header))
+            time.sleep(0.05)
+            img_pub.publish(rgb_image_msg(distorted_frame(model, d), header))
+            net = image_msg_to_depth(_wait_stamp(probe, 'depth', 901))
+            assert proc.poll() is None, proc.log_text()
+    finally:
+        probe.close()
+    gh, gw = net.shape                      # network grid: a border pixel under a grid centre
+    assert (gh, gw) != (H, W)
+    rows = np.clip(np.rint((np.arange(gh) + 0.5) * H / gh - 0.5).astype(int), 0, H - 1)
+    cols = np.clip(np.rint((np.arange(gw) + 0.5) * W / gw - 0.5).astype(int), 0, W - 1)
+    assert np.isnan(net[border[np.ix_(rows, cols)]]).all()
+    assert np.isfinite(net[(interior & smooth_mask(gt))[np.ix_(rows, cols)]]).mean() >= 0.98
+    depth = image_msg_to_depth(out['depth'])
+    pts = read_points(out['points'], field_names=['x', 'y', 'z'], skip_nans=False)
+    xyz = np.stack([pts['x'], pts['y'], pts['z']], -1).reshape(H, W, 3)
+    assert np.isnan(depth[border]).all(), np.unique(depth[border][~np.isnan(depth[border])])
+    assert np.isnan(xyz[border]).all()
+    good = interior & smooth_mask(gt)
+    assert np.isfinite(depth[good]).mean() >= 0.98
+    errors = _errors(out, gt, P)
+    print({n: round(e, 4) for n, e in errors.items()})
+    assert errors['median_rel'] <= 0.01 and errors['p90_rel'] <= 0.03, errors
+    assert errors['cloud_median_rel'] <= 0.01, errors

@@ -133,24 +133,25 @@ class DepthFamily:
 
     # ---- per frame ------------------------------------------------------------------------
     def _pre_K(self, rgb: np.ndarray, stamp):
-        """(rgb, K_img or None, tx, focal source) before inference; None = frame skipped.
+        """(rgb, K_img or None, tx, focal source, border) before inference; None = skipped.
 
         The CameraInfo is the one of the image's stamp and a distorted image is rectified
-        (perception_node.camera_view), exactly as for the metric model.
+        (perception_node.camera_view), exactly as for the metric model; `border` (None or the
+        Rectifier) marks rectified pixels from outside the source image.
         """
         node, fs = self.node, self.node.p['focal_source']
         if self.estimates and (fs == 'estimated' or
                                (fs == 'auto' and not node.camera_infos.has_any('camera'))):
-            return rgb, None, 0.0, 'estimated'
+            return rgb, None, 0.0, 'estimated', None
         fallback = ("using the model's estimated intrinsics" if self.estimates else
                     'using the default focal; the point geometry is approximate')
         found = node.camera_view('camera', rgb, stamp, fallback=fallback)
         if found is None:
             return None
-        rgb, K, tx = found
+        rgb, K, tx, border = found
         if K is None:
-            return rgb, None, 0.0, 'estimated' if self.estimates else 'default'
-        return rgb, K, tx, 'camera_info'
+            return rgb, None, 0.0, 'estimated' if self.estimates else 'default', border
+        return rgb, K, tx, 'camera_info', border
 
     def process(self, msg, rgb: np.ndarray, net: tuple[int, int]) -> None:
         """Worker: one frame of this kind, from RGB to every output of the module docstring."""
@@ -159,7 +160,7 @@ class DepthFamily:
         pre = self._pre_K(rgb, msg.header.stamp)
         if pre is None:
             return
-        rgb, K_img, tx, source = pre
+        rgb, K_img, tx, source, border = pre
         height, width = rgb.shape[:2]
         node.ensure_prepared(net)
         img_net = resize_to_network(rgb, net, p['process_res'])
@@ -183,10 +184,14 @@ class DepthFamily:
             raw = raw * np.float32(_focal(K_net) / _focal(K_est_net))
         to_camera = p['output_resolution'] == 'camera'
         out_hw = (height, width) if to_camera else None
+        if border is not None:
+            raw = border.mark_invalid(raw)
         depth = finish_depth(raw, out.get('sky'), K_net, metric=False,
                              sky_threshold=p['sky_threshold'], sky_mode=p['sky_mode'],
                              max_depth_m=p['max_depth_m'] if self.kind == 'nested' else None,
                              out_hw=out_hw)
+        if border is not None:   # rectified pixels from outside the source: invalid (NaN)
+            depth = border.mark_invalid(depth)
         conf = out.get('conf')
         if conf is not None and to_camera:
             conf = md.resize_depth(conf, out_hw)

@@ -153,7 +153,7 @@ class DepthNode(PerceptionLifecycleNode):
         found = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
         if found is None:
             return
-        rgb, K_img, tx = found
+        rgb, K_img, tx, border = found
         if K_img is None:   # default_focal mode: DA3's assumed focal at network resolution
             K_img = scale_intrinsics(default_intrinsics(net[1], net[0]), (net[1], net[0]),
                                      (width, height))
@@ -165,10 +165,13 @@ class DepthNode(PerceptionLifecycleNode):
         t.append(time.perf_counter())
         K_net = scale_intrinsics(K_img, (width, height), (net[1], net[0]))
         to_camera = self.p['output_resolution'] == 'camera'
-        depth = finish_depth(out['depth'], out.get('sky'), K_net,
+        raw = out['depth'] if border is None else border.mark_invalid(out['depth'])
+        depth = finish_depth(raw, out.get('sky'), K_net,
                              sky_threshold=self.p['sky_threshold'], sky_mode=self.p['sky_mode'],
                              max_depth_m=self.p['max_depth_m'],
                              out_hw=(height, width) if to_camera else None)
+        if border is not None:   # rectified pixels from outside the source: invalid (NaN)
+            depth = border.mark_invalid(depth)
         if to_camera:
             K_out, color = K_img, rgb
         else:

@@ -45,7 +45,7 @@ from tt_depth_ros.ros.anyview_pair import ANYVIEW_PAIR_MODELS, make_pair_pipelin
 from tt_depth_ros.ros.cloud_msg import pointcloud2_msg
 from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
 from tt_depth_ros.ros.node_runner import run_lifecycle_node
-from tt_depth_ros.ros.pair_outputs import PairPublishing
+from tt_depth_ros.ros.pair_outputs import PairPublishing, drop_borders
 from tt_depth_ros.ros.pair_params import DUST3R_MODELS, PAIR_PARAMS
 from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
 from tt_depth_ros.ros.pairing import ApproxTimePairer, stamp_to_ns
@@ -239,7 +239,10 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         return self._metric.get(stamp_ns, self.p['metric_depth_wait_s'] if wait else 0.0)
 
     def _decode_with_K(self, msg, key: str):
-        """(rgb, K or None): decoded, rectified when D != 0, K of its CameraInfo by stamp."""
+        """(rgb, K or None, border): decoded, rectified when D != 0, K of its stamp's CameraInfo.
+
+        `border` is None or the Rectifier whose mask marks pixels from outside the source.
+        """
         rgb = self.decode_image(msg, key)
         if rgb is None:
             return None
@@ -247,9 +250,9 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
                                  fallback='the focal is estimated from the pointmap'
                                  if self.p['model'] in DUST3R_MODELS else
                                  "the model's estimated intrinsics are used")
-        return None if found is None else found[:2]
+        return None if found is None else (found[0], found[1], found[3])
 
-    def _run(self, rgb1, K1, rgb2, K2, context=()):
+    def _run(self, rgb1, K1, rgb2, K2, context=(), borders=(None, None)):
         try:
             plan = self.pipeline.plan_for(rgb1.shape[1], rgb1.shape[0])
         except ValueError as exc:
@@ -258,11 +261,12 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         self.ensure_prepared(plan.net_hw)
         self.pipeline.set_conf_threshold(self.p['conf_threshold'])   # runtime parameter
         try:
-            return self.pipeline.run(rgb1, rgb2, K1, K2, context,
-                                     same_camera=self.p['mode'] == 'temporal')
+            result = self.pipeline.run(rgb1, rgb2, K1, K2, context,
+                                       same_camera=self.p['mode'] == 'temporal')
         except ValueError as exc:
             self.reject('pair', str(exc))
             return None
+        return drop_borders(result, borders)
 
     def process(self, item) -> None:
         """Worker: one stereo pair or one temporal frame to published outputs."""
@@ -314,7 +318,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         v2 = None if v1 is None else self._decode_with_K(m2, 'camera2')
         if v2 is None:
             return None
-        result = self._run(v1[0], v1[1], v2[0], v2[1])
+        result = self._run(v1[0], v1[1], v2[0], v2[1], borders=(v1[2], v2[2]))
         if result is None:
             return None
         self._last_stages = dict(result.timings)
@@ -348,7 +352,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         v = self._decode_with_K(msg, 'camera')
         if v is None:
             return None
-        rgb, K = v
+        rgb, K, border = v
         stamp_ns = stamp_to_ns(msg.header.stamp)
         parent = self.p['tf_parent_frame'] or 'dust3r_odom'
         child = self.p['tf_child_frame'] or f'{msg.header.frame_id or "camera"}_dust3r'
@@ -362,9 +366,10 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
                             f'{msg.header.frame_id!r} unknown: {exc}')
                 return None
         if self.chain.keyframe is None:
-            return self._start_chain(msg, rgb, K, stamp_ns, parent, child, mount)
-        kf_msg, kf_rgb, kf_K = self.chain.keyframe.data
-        result = self._run(kf_rgb, kf_K, rgb, K, tuple(reversed(self._window)))
+            return self._start_chain(msg, (rgb, K, border), stamp_ns, parent, child, mount)
+        kf_msg, kf_rgb, kf_K, kf_border = self.chain.keyframe.data
+        result = self._run(kf_rgb, kf_K, rgb, K, tuple(reversed(self._window)),
+                           borders=(kf_border, border))
         if result is None:
             return None
         self._last_stages = dict(result.timings)
@@ -378,7 +383,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         # a fresh metric reference if one is already there; else the propagated one is used
         metric = self._metric_for(stamp_ns, wait=False)
         metric_grid = None if metric is None else self.pipeline.metric_on_grid(result.plan2, metric)
-        step = self.chain.track(result.T_units, scale, (msg, rgb, K), stamp_ns,
+        step = self.chain.track(result.T_units, scale, (msg, rgb, K, border), stamp_ns,
                                 frame_depth=np.nan_to_num(z_frame, nan=0.0),
                                 frame_mask=result.mask2, frame_metric_depth=metric_grid)
         if step.promoted and self._window.maxlen:
@@ -399,7 +404,8 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         self._publish_pose(T_pub, msg.header.stamp, parent, child, scale.metric, trajectory=True)
         return msg.header
 
-    def _start_chain(self, msg, rgb, K, stamp_ns, parent, child, mount=None):
+    def _start_chain(self, msg, view, stamp_ns, parent, child, mount=None):
+        rgb = view[0]
         ref, metric = None, False
         if self.p['scale_source'] == 'depth':
             depth = self._metric_for(stamp_ns)
@@ -409,7 +415,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
                 return None
             plan = self.pipeline.plan_for(rgb.shape[1], rgb.shape[0])
             ref, metric = self.pipeline.metric_on_grid(plan, depth), True
-        self.chain.start((msg, rgb, K), stamp_ns, ref, metric)
+        self.chain.start((msg, *view), stamp_ns, ref, metric)
         if mount is not None:
             self.robot.start(mount, stamp_ns)
         with self._info_lock:

@@ -4,7 +4,8 @@ A mixin of PairNode (ros/pair_node.py), kept apart so the node file stays about 
 Rules (README "Frames and units"): `/tf` only for metric poses unless publish_tf='always' (then
 unscaled poses go to `<child>_unscaled`); a frame name tf2 would reject is a counted rejection of
 the pose only; depth is published as metres only with a metric scale, else on `depth_unscaled`
-when asked; `output_resolution='camera'` maps grid outputs back to the camera image.
+when asked; `output_resolution='camera'` maps grid outputs back to the camera image. Pixels a
+rectification took from outside the source image leave the masks first (`drop_borders`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,22 @@ from tt_depth_ros.geometry.se3 import angle_deg
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.depth_msgs import depth_image_msg
 from tt_depth_ros.ros.pose_msgs import frame_id_problem, path_msg, pose_stamped_msg, tf_message
+
+
+def drop_borders(result, borders):
+    """`result` with rectification borders out of its masks (so of depth, cloud and scale).
+
+    Args:
+        result: a PairResult (or the any-view one): `mask1`/`mask2` on the network grids of
+            `plan1`/`plan2`.
+        borders: (border of view 1, border of view 2), each None or the Rectifier whose mask
+            marks the rectified pixels from outside the source image (perception_node.camera_view).
+    """
+    for i, (border, plan) in enumerate(zip(borders, (result.plan1, result.plan2)), 1):
+        if border is not None:
+            valid = border.valid_window(plan.resized_wh, plan.box_ltrb)
+            setattr(result, f'mask{i}', getattr(result, f'mask{i}') & valid)
+    return result
 
 
 class PairPublishing:

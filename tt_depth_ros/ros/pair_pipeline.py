@@ -83,14 +83,15 @@ class PairResult:
         return np.where(self.mask2, self.api.depth_2 * scale, np.nan).astype(np.float32)
 
     def fused_points(self, scale: float, T_out_cam1: np.ndarray | None = None):
-        """Confident points of both views (view 1 first): (N, 3) float32, (N, 3) uint8 colours.
+        """Points of both views' masks (view 1 first): (N, 3) float32, (N, 3) uint8 colours.
 
         Args:
             scale: multiplies DUSt3R-unit lengths.
             T_out_cam1: optional 4x4 (output units) taking camera-1 points to the output frame.
         """
-        xyz, rgb = self.api.cloud(threshold=self.conf_threshold)
-        xyz = xyz.astype(np.float64) * scale
+        xyz = np.concatenate([self.pts1[self.mask1], self.pts2[self.mask2]]).astype(np.float64)
+        rgb = np.concatenate([self.net1[self.mask1], self.net2[self.mask2]])
+        xyz = xyz * scale
         if T_out_cam1 is not None:
             xyz = xyz @ T_out_cam1[:3, :3].T + T_out_cam1[:3, 3]
         return xyz.astype(np.float32), rgb

@@ -431,9 +431,12 @@ class PerceptionLifecycleNode(LifecycleNode):
         Returns:
             None when the frame must be skipped (already reported: no CameraInfo in 'wait' mode,
             invalid CameraInfo, incompatible size, calibration that cannot be rectified); else
-            (rgb, K, tx): the image (rectified when its D is non-zero), K its 3x3 intrinsics
-            (P's) and tx = P[0,3] scaled alike — K is None (tx 0.0) in 'default_focal' mode
-            without CameraInfo (the caller applies its model's default focal; warned once).
+            (rgb, K, tx, border): the image (rectified when its D is non-zero), K its 3x3
+            intrinsics (P's) and tx = P[0,3] scaled alike — K is None (tx 0.0) in
+            'default_focal' mode without CameraInfo (the caller applies its model's default
+            focal; warned once); `border` is None, or the Rectifier whose `valid` mask marks
+            the rectified pixels that map from outside the source image (the caller publishes
+            their depth as invalid).
         """
         height, width = rgb.shape[:2]
         match = self.camera_info_match(key, stamp)
@@ -442,7 +445,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         if match == 'none':
             self.get_logger().warning(f'no CameraInfo for {key}: {fallback} '
                                       '(camera_info_mode=default_focal)', once=True)
-            return rgb, None, 0.0
+            return rgb, None, 0.0, None
         geom = match.geometry
         if isinstance(geom, Exception):
             self.reject('camera_info_invalid', f'{key}: its CameraInfo is unusable: {geom}')
@@ -453,11 +456,11 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.reject('camera_info_size', f'{key}: {exc}')
             return None
         try:
-            rgb = self.rectification.apply(match.msg, rgb, self.p['rectify'])
+            rgb, border = self.rectification.apply(match.msg, rgb, self.p['rectify'])
         except CameraModelError as exc:
             self.reject('rectify', f'{key}: cannot rectify with its CameraInfo: {exc}')
             return None
-        return rgb, K, geom.Tx * K[0, 0] / geom.K[0, 0]
+        return rgb, K, geom.Tx * K[0, 0] / geom.K[0, 0], border
 
     def precheck_image(self, msg, key: str) -> bool:
         """Cheap executor-side checks (size, encoding, stamp order); False = rejected."""

@@ -5,13 +5,16 @@ the network, like image_proc's rectify node, and every output is in the rectifie
 published depth CameraInfo is P with D = 0, as image_proc's rectified CameraInfo). The remap
 tables are built once per calibration and image size (cached). `disabled` trusts the input as
 rectified (e.g. `image_rect` from image_proc); a non-zero D is then reported in /diagnostics,
-since its geometry is off by the lens distortion.
+since its geometry is off by the lens distortion. Rectified pixels that map from outside the
+source image (black borders) come back as the rectifier's `valid` mask, so the nodes publish
+them as invalid depth (NaN / 0, REP 117) and keep them out of clouds.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tt_depth_ros.geometry.rectify import (
+    Rectifier,
     RectifierCache,
     build_rectifier,
     has_distortion,
@@ -44,20 +47,23 @@ class InputRectification:
         self.unrectified_distorted = 0
         self.last = 'no distorted input seen'
 
-    def apply(self, msg, rgb: np.ndarray, mode: str) -> np.ndarray:
-        """`rgb` rectified per its CameraInfo `msg` (unchanged when D is zero or `disabled`).
+    def apply(self, msg, rgb: np.ndarray, mode: str) -> tuple[np.ndarray, Rectifier | None]:
+        """(`rgb` rectified per its CameraInfo `msg`, border); unchanged if D = 0 or `disabled`.
+
+        `border` is the Rectifier when some rectified pixels map from outside the source image
+        (its `valid` mask and grids say which), else None (every pixel valid).
 
         Raises:
             CameraModelError: a calibration that cannot be rectified (unsupported model, wrong
                 number of coefficients, bad K/P); the caller rejects the frame.
         """
         if not has_distortion(msg.d):
-            return rgb
+            return rgb, None
         if mode == 'disabled':
             self.unrectified_distorted += 1
             self.last = (f'NOT rectified: CameraInfo has {msg.distortion_model} D != 0 but '
                          "rectify='disabled' trusts the input as rectified")
-            return rgb
+            return rgb, None
         h, w = rgb.shape[:2]
 
         def build():
@@ -69,8 +75,10 @@ class InputRectification:
 
         rect = self.cache.get(_calibration_key(msg, w, h), build)
         self.rectified += 1
-        self.last = f'rectified ({msg.distortion_model}, {w}x{h})'
-        return rect(rgb)
+        border = 0 if rect.all_valid else int(rect.valid.size - np.count_nonzero(rect.valid))
+        self.last = (f'rectified ({msg.distortion_model}, {w}x{h}, {border} border pixels '
+                     'marked invalid)')
+        return rect(rgb), (None if rect.all_valid else rect)
 
     def diagnostics(self, mode: str) -> dict:
         """/diagnostics values."""
