@@ -83,6 +83,10 @@ class CameraInfoStore:
         """Whether any CameraInfo of `key` is cached."""
         return len(self._cache(key)) > 0
 
+    def wait_any(self, key: str, wait_s: float) -> bool:
+        """Whether a CameraInfo of `key` is cached, waiting up to `wait_s` for the first one."""
+        return self._cache(key).nearest(-1, 1 << 62, wait_s) is not None
+
     def lookup(self, key: str, stamp_ns: int, mode: str, tolerance_s: float,
                wait_s: float) -> InfoMatch | None:
         """The CameraInfo for an image of `key` stamped `stamp_ns` (None: no match, counted).

@@ -140,8 +140,7 @@ class DepthFamily:
         Rectifier) marks rectified pixels from outside the source image.
         """
         node, fs = self.node, self.node.p['focal_source']
-        if self.estimates and (fs == 'estimated' or
-                               (fs == 'auto' and not node.camera_infos.has_any('camera'))):
+        if self.estimates and (fs == 'estimated' or (fs == 'auto' and not self._has_camera_info())):
             return rgb, None, 0.0, 'estimated', None
         fallback = ("using the model's estimated intrinsics" if self.estimates else
                     'using the default focal; the point geometry is approximate')
@@ -152,6 +151,20 @@ class DepthFamily:
         if K is None:
             return rgb, None, 0.0, 'estimated' if self.estimates else 'default', border
         return rgb, K, tx, 'camera_info', border
+
+    def _has_camera_info(self) -> bool:
+        """focal_source 'auto': whether the camera's CameraInfo is (or is about to be) there.
+
+        Before the first CameraInfo, a frame waits up to camera_info_wait_s for it only when a
+        CameraInfo publisher exists (its first message may trail the image); a camera without
+        one never waits and uses the model's estimate at once.
+        """
+        node = self.node
+        if node.camera_infos.has_any('camera'):
+            return True
+        if not node.count_publishers(node.camera_info_sub.topic_name):
+            return False
+        return node.camera_infos.wait_any('camera', node.p['camera_info_wait_s'])
 
     def process(self, msg, rgb: np.ndarray, net: tuple[int, int]) -> None:
         """Worker: one frame of this kind, from RGB to every output of the module docstring."""

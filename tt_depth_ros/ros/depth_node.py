@@ -125,7 +125,7 @@ class DepthNode(PerceptionLifecycleNode):
 
     def create_inputs(self) -> None:
         """Subscriptions: image (or image/compressed) and camera_info."""
-        self.subscribe_camera_info('camera_info', 'camera')
+        self.camera_info_sub = self.subscribe_camera_info('camera_info', 'camera')
         self.subscribe_image('image', self._on_image)
         if self.family is not None:
             self.family.create_inputs()
