@@ -57,7 +57,7 @@ def test_tiny_anyview_depth_and_pair_nodes(tmp_path):
               'input_reliability': 'reliable', 'camera_info_mode': 'default_focal'}
     depth_params = dict(common, process_res=RES, output_resolution='network')
     pair_params = dict(common, mode='stereo', network_size=RES, conf_threshold=1.0,
-                       publish_unscaled_depth=True)
+                       publish_unscaled_depth=True, output_resolution='network')
     probe = RosProbe('anyview_real_probe')
     try:
         for topic, typ in (('/avr_d/depth_relative', Image), ('/avr_d/confidence', Image),
