@@ -4,15 +4,20 @@
    to an input by header stamp, plots exist.
 2. A ground-truth engine double inside the real node: the accuracy pass must give AbsRel 0 for
    exact depth and AbsRel 0.1 for depth 10 % too far (metric, no scale alignment).
+3. Trajectory pass: the real pair node (temporal) per engine — DUSt3R and the tiny DA3 any-view
+   model (2-view chain and a 3-view window), rule-v1 weights — against the bag's ground-truth
+   poses; the section's poses are the run's, its errors follow from them; Sim(3) alignment math.
 """
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from support.procs import ROOT, python_cmd, spawn
 from tt_depth_ros.geometry import scene_render
 from tt_depth_ros.tools import bench_stats as st
+from tt_depth_ros.tools import bench_trajectory as bt
 from tt_depth_ros.tools import sample_bag
 from tt_depth_ros.tools.bag_io import bag_sha256
 
@@ -91,3 +96,61 @@ def test_accuracy_against_ground_truth_engine(bag, tmp_path, scale):
     assert acc['delta1'] == 1.0
     assert r['unmatched_outputs_total'] == 0
     assert r['backend']['reported'] == 'test-double'
+
+
+TRAJECTORY_ENGINES = ('dust3r-tiny', 'da3-anyview-tiny', 'da3-anyview-tiny@3')
+
+
+def test_trajectory_section_per_engine(bag, tmp_path):
+    out = tmp_path / 'traj'
+    log = _bench(['--bag', str(bag), '--out', str(out), '--name', 'traj', '--rates', '4',
+                  '--duration', '1', '--no-peak', '--warmup', '1', '--no-accuracy',
+                  '--trajectory', *TRAJECTORY_ENGINES], 'bench-traj', timeout=300)
+    r = json.loads((out / 'traj_RANDOM-WEIGHTS.json').read_text())
+    assert set(r['trajectory']) == set(TRAJECTORY_ENGINES), log
+    truth = scene_render.default_trajectory(6, sample_bag.SampleBagConfig().step_m)
+    for spec, t in r['trajectory'].items():
+        model, window = bt.parse_engine(spec)
+        assert (t['model'], t['window_size']) == (model, window)
+        assert t['frames_sent'] == 6 and 'mode:=temporal' in t['node_command']
+        assert t['poses'] == len(t['poses_est']) == len(t['poses_gt']) == len(t['frame_indices'])
+        for i, T in zip(t['frame_indices'], t['poses_gt']):      # matched to the right frame
+            np.testing.assert_allclose(T, truth[i], atol=1e-6)
+        errs = bt.trajectory_errors([np.array(T) for T in t['poses_est']],
+                                    [np.array(T) for T in t['poses_gt']])
+        for key in ('ate_rmse_m', 'sim3_scale', 'rpe_rot_deg', 'rpe_trans_dir_deg'):
+            want = errs[key] if np.isfinite(errs[key]) else None     # JSON: NaN -> null
+            assert t[key] == (want if want is None else pytest.approx(want)), (spec, key)
+        assert f'trajectory {spec}: {t["poses"]}/6 poses' in log
+    for spec in TRAJECTORY_ENGINES[1:]:     # the camera decoder always gives a pose
+        t = r['trajectory'][spec]
+        assert t['poses'] == 6 and t['ate_rmse_m'] is not None and t['ate_rmse_m'] >= 0
+        assert ('window_size:=3' in t['node_command']) == spec.endswith('@3')
+    dust3r = r['trajectory']['dust3r-tiny']    # random weights: PnP may find no pose
+    if dust3r['poses'] < 3:
+        assert dust3r['ate_rmse_m'] is None and 'at least 3' in dust3r['ate_note']
+
+
+def test_sim3_alignment_recovers_a_known_similarity():
+    rng = np.random.default_rng(3)
+    src = rng.normal(size=(8, 3))
+    angle = 0.7
+    R = np.array([[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0],
+                  [0, 0, 1]])
+    dst = 2.5 * src @ R.T + np.array([1.0, -2.0, 0.5])
+    s, R_fit, t = bt.umeyama_sim3(src, dst)
+    assert s == pytest.approx(2.5) and np.allclose(R_fit, R) and np.allclose(t, [1, -2, 0.5])
+    est = []
+    for p in src:
+        T = np.eye(4)
+        T[:3, 3] = p
+        est.append(T)
+    gt = [np.diag([1.0, 1.0, 1.0, 1.0]) for _ in est]
+    for T, q in zip(gt, dst):
+        T[:3, :3] = R
+        T[:3, 3] = q
+    errs = bt.trajectory_errors(est, gt)
+    assert errs['ate_rmse_m'] == pytest.approx(0.0, abs=1e-9) and errs['sim3_scale'] == \
+        pytest.approx(2.5)
+    gt[3][:3, 3] += [0.0, 0.0, 0.8]          # one position off: a non-zero ATE
+    assert bt.trajectory_errors(est, gt)['ate_rmse_m'] > 0.1

@@ -1,4 +1,8 @@
-"""The README demo runs end to end offline (quick mode): random weights are labelled everywhere."""
+"""The README demo runs end to end offline (quick mode): random weights are labelled everywhere.
+
+The DA3-SMALL pass runs the tiny any-view config as a labelled stand-in (rule-v1 + X1, built from
+the package, no test data): relative outputs only, nothing on `depth`.
+"""
 import json
 from pathlib import Path
 
@@ -33,6 +37,19 @@ def test_demo_quick_offline(tmp_path, monkeypatch):
     assert ply.startswith(b'ply\n') and b'element vertex' in ply and len(ply) > 10_000
     assert depth['recorded_counts']['/depth'] >= 12
     assert 0 <= depth['accuracy']['delta1'] <= 1
+    assert 'tiny-config STAND-IN for da3-small' in log
+    anyview = report['anyview']
+    assert report['weights']['anyview']['source'] == 'rule-v1'
+    assert (anyview['model'], anyview['stand_in_for']) == ('da3-anyview-tiny', 'da3-small')
+    assert anyview['depth_relative'] == anyview['frames_sent'] == 4
+    assert anyview['confidence'] == 4 and anyview['camera_info_estimated'] >= 1
+    assert anyview['metric_depth_messages'] == 0              # a relative model has no metres
+    K = anyview['K_estimated_first']
+    assert K[0][0] > 0 and K[1][1] > 0 and K[2] == [0.0, 0.0, 1.0]
+    assert len(anyview['panels']) == 4 and all(
+        'da3-anyview-tiny-standin-for-da3-small_RANDOM-WEIGHTS' in Path(p).name
+        for p in anyview['panels'])
+    assert len(anyview['alignment_scales']) == 4 and 0 <= anyview['accuracy']['delta1'] <= 1
     bench = json.loads(Path(report['benchmark']['json']).read_text())
     assert bench['unmatched_outputs_total'] == 0 and len(bench['plots']) == 3
     assert bench['config']['tag'] == '_RANDOM-WEIGHTS'

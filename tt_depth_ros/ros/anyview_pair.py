@@ -65,7 +65,7 @@ class AnyviewPairResult:
         self.depth_1, self.depth_2 = depth
         self.conf1, self.conf2 = conf
         self.conf_threshold = conf_threshold
-        self.focal_source = focal_source
+        self.focal_source = focal_source    # the pair node reports it in diagnostics
         self.timings = timings
         self.api = self        # PairPipeline.stereo_scale reads result.api.depth_1
         ok = bool(np.all(np.isfinite(T_12)) and

@@ -59,6 +59,11 @@ class BenchConfig:
     accuracy: bool = True
     monitor_interval_s: float = 0.1
     extra: dict = field(default_factory=dict)   # free-form notes (e.g. weights provenance)
+    # trajectory pass (tools/bench_trajectory.py): pair-node engines 'MODEL' or 'MODEL@WINDOW'
+    trajectory_engines: list = field(default_factory=list)
+    trajectory_weights: dict = field(default_factory=dict)  # model -> file or 'rule-v1'
+    trajectory_rate_hz: float = 4.0
+    trajectory_network_size: int = 128
 
 
 def node_command(cfg: BenchConfig, weights_path: str) -> list[str]:

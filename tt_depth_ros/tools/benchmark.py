@@ -5,8 +5,10 @@ torch-cpu; `--node-cmd` for anything else). Frames are pre-buffered from the bag
 controlled rates (tools/replay.Player); outputs are matched to inputs by header stamp
 (tools/bench_stats.py). Procedure (docs/ros.md §8): warm-up, idle baseline, fixed-rate runs
 (several rates, repeats), a peak-throughput search (highest rate with <= 5 % drops, bounded
-bisection), then an accuracy pass when the bag has ground-truth depth. Writes a JSON report and
-PNG plots. Usage: `python -m tt_depth_ros.tools.benchmark --bag BAG --out DIR`.
+bisection), then an accuracy pass when the bag has ground-truth depth, then (`--trajectory`) the
+pair node in temporal mode per engine against the bag's ground-truth poses
+(tools/bench_trajectory.py: ATE after Sim(3) alignment, RPE). Writes a JSON report and PNG plots.
+Usage: `python -m tt_depth_ros.tools.benchmark --bag BAG --out DIR`.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from tt_depth_ros.tools import bench_report as rep
 from tt_depth_ros.tools import bench_stats as st
+from tt_depth_ros.tools import bench_trajectory as bt
 from tt_depth_ros.tools.bag_io import bag_sha256, read_bag
 from tt_depth_ros.tools.bench_session import BenchConfig, BenchSession, node_command, stop_process
 
@@ -33,6 +36,19 @@ def _warm_up(s: BenchSession, cfg: BenchConfig) -> list[float]:
                                       total_timeout_s=cfg.startup_timeout_s,
                                       stamp_offset_ns=s.offset_ns)
     return lat
+
+
+def _rule_v1_file(model: str) -> str:
+    from tt_depth_ros.tools.demo_weights import write_rule_v1_checkpoint
+    return str(write_rule_v1_checkpoint(
+        model, Path(tempfile.gettempdir()) / f'tt_bench_{model}_rule-v1.safetensors'))
+
+
+def _trajectory_weights(cfg: BenchConfig, spec: str) -> str:
+    """Weights file of a trajectory engine: explicit, rule-v1 with a rule-v1 run, else ''."""
+    model = bt.parse_engine(spec)[0]
+    w = cfg.trajectory_weights.get(model, 'rule-v1' if cfg.weights == 'rule-v1' else '')
+    return _rule_v1_file(model) if w == 'rule-v1' else w
 
 
 def run_benchmark(cfg: BenchConfig, log=print) -> dict:
@@ -56,9 +72,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
     stem = f'{cfg.name}{cfg.tag}'
     weights = cfg.weights
     if weights == 'rule-v1':
-        from tt_depth_ros.tools.demo_weights import write_rule_v1_checkpoint
-        weights = str(write_rule_v1_checkpoint(
-            cfg.model, Path(tempfile.gettempdir()) / f'tt_bench_{cfg.model}_rule-v1.safetensors'))
+        weights = _rule_v1_file(cfg.model)
     msgs, types = read_bag(cfg.bag, [*cfg.extra_input_topics, cfg.info_topic, cfg.image_topic])
     frames = group_frames(msgs, cfg.image_topic)[:cfg.prebuffer]
     msgs = [m for f in frames for m in f]
@@ -125,6 +139,9 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
             log(f'peak throughput: {peak["peak_rate_hz"]} Hz (bracket {peak["bracket_hz"]})')
         accuracy = s.accuracy_pass(depth_gt) if has_gt else {
             'skipped': f'no {cfg.gt_topic} in the bag' if cfg.accuracy else 'disabled'}
+        trajectory = {spec: bt.trajectory_pass(node, cfg, spec, _trajectory_weights(cfg, spec),
+                                                out_dir, log)
+                      for spec in cfg.trajectory_engines}
         diag = s.diag.snapshot()
         report = {
             'metadata': rep.metadata(stem), 'hardware': rep.hardware_info(),
@@ -139,7 +156,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
             'baseline': {st.BASELINE_CPU: baseline.get('machine_cpu_percent_mean'), **baseline},
             'fixed_rate': fixed, 'peak_throughput': peak,
             'runs': [{k: v for k, v in r.items()} for r in s.runs],
-            'accuracy': accuracy,
+            'accuracy': accuracy, 'trajectory': trajectory,
             'unmatched_outputs_total': sum(r['metrics']['num_unmatched_outputs'] for r in s.runs),
             'late_outputs_discarded': s.late_discarded,
             'final_diagnostics': diag,
@@ -211,7 +228,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--peak-steps', type=int, default=d.peak_steps)
     ap.add_argument('--warmup', type=int, default=d.warmup_frames)
     ap.add_argument('--no-accuracy', action='store_true')
+    ap.add_argument('--trajectory', nargs='+', default=[], metavar='MODEL[@WINDOW]',
+                    help='pair-node engines for the trajectory pass (temporal mode vs the bag '
+                         "ground-truth poses), e.g. dust3r-tiny da3-anyview-tiny "
+                         'da3-anyview-tiny@3')
+    ap.add_argument('--trajectory-weights', nargs='+', default=[], metavar='MODEL=FILE',
+                    help="weights per trajectory model ('rule-v1' for random tiny ones; "
+                         'default: rule-v1 when --weights is rule-v1, else the node resolves)')
+    ap.add_argument('--trajectory-rate', type=float, default=d.trajectory_rate_hz)
+    ap.add_argument('--trajectory-network-size', type=int, default=d.trajectory_network_size)
     a = ap.parse_args(argv)
+    bad = [w for w in a.trajectory_weights if '=' not in w]
+    if bad:
+        ap.error(f'--trajectory-weights expects MODEL=FILE, got {bad}')
     random = a.weights == 'rule-v1' and not a.node_cmd
     if random:
         print(f'*** {a.model} with rule-v1 RANDOM weights: timing is real, depth is noise ***')
@@ -225,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         pose_gt_baseline_m=a.pose_gt_baseline,
         prebuffer=a.prebuffer, rates_hz=a.rates, duration_s=a.duration, repeats=a.repeats,
         peak=not a.no_peak, peak_lo_hz=a.peak_lo, peak_hi_hz=a.peak_hi,
-        peak_steps=a.peak_steps, warmup_frames=a.warmup, accuracy=not a.no_accuracy)
+        peak_steps=a.peak_steps, warmup_frames=a.warmup, accuracy=not a.no_accuracy,
+        trajectory_engines=a.trajectory,
+        trajectory_weights=dict(w.split('=', 1) for w in a.trajectory_weights),
+        trajectory_rate_hz=a.trajectory_rate, trajectory_network_size=a.trajectory_network_size)
     run_benchmark(cfg)
     return 0
 

@@ -4,9 +4,12 @@ Steps: choose weights (WEIGHTS=/path, else HF cache / pinned download, else the 
 with rule-v1 RANDOM weights, said loudly and written into every output name); generate the
 synthetic sample bag; run the depth node on it through raw replay, paced by its output, and
 record its outputs; write colorized depth panels [input | prediction | ground truth], a PLY cloud
-and per-frame accuracy; run the pair node (DUSt3R, stereo) when it is installed; run the
+and per-frame accuracy; run the depth node again with DA3-SMALL, a relative any-view model
+(tools/demo_anyview.py; offline: the tiny any-view config with rule-v1 + X1 weights, labelled
+as a stand-in); run the pair node (DUSt3R, stereo) when it is installed; run the
 benchmark (JSON + plots). Exit 0 when the pipeline ran. `python -m tt_depth_ros.tools.demo`;
-PAIR_WEIGHTS=/path selects the DUSt3R file; --offline (or HF_HUB_OFFLINE=1) skips downloads.
+PAIR_WEIGHTS=/path selects the DUSt3R file, ANYVIEW_WEIGHTS=/path the DA3-SMALL file;
+--offline (or HF_HUB_OFFLINE=1) skips downloads.
 """
 from __future__ import annotations
 
@@ -217,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--frames', type=int, default=12, help='sample bag frames')
     ap.add_argument('--offline', action='store_true', help='never try to download weights')
     ap.add_argument('--no-pair', action='store_true', help='skip the pair node')
+    ap.add_argument('--no-anyview', action='store_true', help='skip the DA3-SMALL pass')
     ap.add_argument('--no-benchmark', action='store_true')
     ap.add_argument('--quick', action='store_true', help='short benchmark (CI smoke)')
     a = ap.parse_args(argv)
@@ -249,7 +253,14 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             pair_skip = f'pair node not available in this install ({exc})'
             log(f'[pair] skipped: {pair_skip}')
-    random = not w.real or (pair_w is not None and not pair_w.real)
+    any_w = None
+    if not a.no_anyview:
+        from tt_depth_ros.tools import demo_anyview
+        any_w = choose_weights(os.environ.get('ANYVIEW_WEIGHTS'), out / 'weights',
+                               full_model=demo_anyview.FULL_MODEL,
+                               tiny_model=demo_anyview.TINY_MODEL, offline=offline, log=log,
+                               env_name='ANYVIEW_WEIGHTS')
+    random = not w.real or any(c is not None and not c.real for c in (pair_w, any_w))
     tag = f'_{RANDOM_TAG}' if random else ''
     if random:
         log(f'*** {RANDOM_TAG}: outputs are named *{tag}*; they show the pipeline, not the '
@@ -265,11 +276,17 @@ def main(argv: list[str] | None = None) -> int:
         'and pose, stereo pair)')
     report = {'weights': {'depth': {**vars(w), 'path': str(w.path)},
                           'pair': ({**vars(pair_w), 'path': str(pair_w.path)} if pair_w
-                                   else pair_skip)},
+                                   else pair_skip),
+                          'anyview': ({**vars(any_w), 'path': str(any_w.path)} if any_w
+                                      else 'disabled (--no-anyview)')},
               'random_weights': random, 'backend_requested': backend, 'sample_bag': str(bag)}
     t0 = time.monotonic()
     with _Ros() as ros:
         report['depth'] = depth_pass(ros, bag, out, tag, w, backend, process_res, log)
+        if any_w is not None:
+            report['anyview'] = demo_anyview.anyview_pass(
+                ros, bag, out, any_w, 'torch-cpu' if not any_w.real and a.backend == 'auto'
+                else a.backend, 504 if any_w.real else 252, 4 if a.quick else cfg.frames, log)
         if pair_w is not None:
             report['pair'] = pair_pass(ros, bag, out, tag, pair_w, backend, cfg.baseline_m,
                                        2 if a.quick else 4, log)

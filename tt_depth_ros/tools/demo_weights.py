@@ -23,6 +23,7 @@ class WeightsChoice:
     real: bool
     source: str        # 'explicit' | 'hub' | 'rule-v1'
     note: str = ''
+    stand_in_for: str = ''   # rule-v1 runs: the full-size model this tiny network stands in for
 
     @property
     def tag(self) -> str:
@@ -31,42 +32,53 @@ class WeightsChoice:
 
 
 def rule_v1_key_shapes(model: str) -> dict[str, tuple[int, ...]]:
-    """Checkpoint key -> shape of a DA3 ('model.' prefix, as on the hub) or DUSt3R model."""
+    """Checkpoint key -> shape of a DA3 ('model.' prefix, as on the hub) or DUSt3R model.
+
+    Built from the module's own state_dict() (no key list file): for any-view models the tied
+    aux LayerNorm aliases are left out, as in the published files (models/da3/checkpoint.py).
+    """
     import torch
 
+    from tt_depth_ros.models.da3.checkpoint import AUX_LN_ALIASES
+    from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS
     from tt_depth_ros.models.da3.config import CONFIGS as DA3_CONFIGS
     from tt_depth_ros.models.dust3r.config import CONFIGS as DUST3R_CONFIGS
-    if model in DA3_CONFIGS:
+    da3 = {**DA3_CONFIGS, **ANYVIEW_CONFIGS}
+    if model in da3:
         from tt_depth_ros.models.da3.model import DA3Model
         with torch.device('meta'):
-            net = DA3Model(DA3_CONFIGS[model])
-        return {'model.' + k: tuple(v.shape) for k, v in net.state_dict().items()}
+            net = DA3Model(da3[model])
+        return {'model.' + k: tuple(v.shape) for k, v in net.state_dict().items()
+                if not k.startswith(AUX_LN_ALIASES)}
     if model in DUST3R_CONFIGS:
         from tt_depth_ros.models.dust3r.model import Dust3r
         with torch.device('meta'):
             net = Dust3r(DUST3R_CONFIGS[model])
         return {k: tuple(v.shape) for k, v in net.state_dict().items()}
-    raise ValueError(f'rule-v1 checkpoints are made for {sorted(DA3_CONFIGS)} and '
+    raise ValueError(f'rule-v1 checkpoints are made for {sorted(da3)} and '
                      f'{sorted(DUST3R_CONFIGS)}, got {model!r}')
 
 
 def write_rule_v1_checkpoint(model: str, path: str | Path) -> Path:
     """Write a rule-v1 safetensors checkpoint with the real key layout of `model`.
 
+    Any-view DA3 models get rule X1 as well (a non-degenerate camera decoder FOV).
+
     Args:
-        model: a DA3 or DUSt3R registry name ('da3metric-tiny', 'dust3r-tiny', ...).
+        model: a DA3 or DUSt3R registry name ('da3metric-tiny', 'da3-anyview-tiny', ...).
         path: output .safetensors file.
     """
     import numpy as np
     from safetensors.numpy import save_file
 
+    from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS
     from tt_depth_ros.models.weight_rule import rule_v1_state_dict
 
     shapes = rule_v1_key_shapes(model)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: np.ascontiguousarray(v) for k, v in rule_v1_state_dict(shapes).items()},
-              str(path))
+    tensors = rule_v1_state_dict(shapes, x1=model in ANYVIEW_CONFIGS)
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path))
     return path
 
 
@@ -89,6 +101,8 @@ def choose_weights(explicit: str | None, cache_dir: str | Path, *,
 
     if full_model.startswith('dust3r'):
         import tt_depth_ros.engines.dust3r  # noqa: F401  (registers the DUSt3R weights pin)
+    else:
+        import tt_depth_ros.engines.da3  # noqa: F401  (registers the DA3 family weights)
     if explicit:
         p = Path(explicit)
         if not p.is_file():
@@ -106,6 +120,7 @@ def choose_weights(explicit: str | None, cache_dir: str | Path, *,
     if not path.is_file():
         write_rule_v1_checkpoint(tiny_model, path)
     log(f'*** {RANDOM_TAG}: real {full_model} weights unavailable ({reason}). Running the '
-        f'{tiny_model} network with rule-v1 RANDOM weights: the pipeline runs end to end, the '
-        f'depth values are meaningless. Set {env_name}=/path/to/model.safetensors for real output.')
-    return WeightsChoice(tiny_model, path, False, 'rule-v1', note=reason)
+        f'{tiny_model} network (a tiny-config STAND-IN for {full_model}) with rule-v1 RANDOM '
+        'weights: the pipeline runs end to end, the depth values are meaningless. Set '
+        f'{env_name}=/path/to/model.safetensors for real output.')
+    return WeightsChoice(tiny_model, path, False, 'rule-v1', note=reason, stand_in_for=full_model)
