@@ -45,7 +45,7 @@ run_pytest() {  # <venv> <label> <pytest args...>
   local venv="$1" label="$2"; shift 2
   echo "== pytest [$label] $*"
   set +e
-  "${isolate[@]}" "$venv/bin/python" -m pytest "$@"
+  "${isolate[@]}" "$venv/bin/python" -m pytest --durations=25 "$@"
   local rc=$?
   set -e
   if [[ $rc -eq 5 ]]; then echo "run_tests: no tests ran [$label]" >&2; exit 1; fi
