@@ -32,7 +32,7 @@ from tt_depth_ros.geometry.pnp import PoseResult
 from tt_depth_ros.geometry.scale import ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
 from tt_depth_ros.ros.depth_family import engine_kind
-from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
+from tt_depth_ros.ros.pair_pipeline import PairOutputs, PairPipeline, PairSettings
 
 ANYVIEW_PAIR_MODELS = ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1',
                        'da3nested-giant-large-1.1', 'da3-anyview-tiny')
@@ -54,7 +54,7 @@ def _focal(K: np.ndarray) -> float:
     return (float(K[0, 0]) + float(K[1, 1])) / 2.0
 
 
-class AnyviewPairResult:
+class AnyviewPairResult(PairOutputs):
     """One pair on the DA3 network grid, with the attributes the pair node reads (PairResult's)."""
 
     def __init__(self, plans, images, K_net, depth, conf, T_12, conf_threshold, focal_source,
@@ -80,11 +80,6 @@ class AnyviewPairResult:
         self.mask1 = (self.conf1 > conf_threshold) & np.isfinite(self.pts1).all(-1)
         self.mask2 = (self.conf2 > conf_threshold) & np.isfinite(self.pts2).all(-1)
 
-    @property
-    def T_units(self) -> np.ndarray | None:
-        """4x4 camera 2 -> camera 1 in the model's units, None without a pose."""
-        return self.pose.T if self.pose.success else None
-
     def depth1(self, scale: float) -> np.ndarray:
         """View-1 planar depth times `scale`; NaN where not confident."""
         return np.where(self.mask1, self.depth_1 * scale, np.nan).astype(np.float32)
@@ -92,15 +87,6 @@ class AnyviewPairResult:
     def depth2(self, scale: float) -> np.ndarray:
         """View-2 planar depth in camera 2 times `scale`; NaN where not confident."""
         return np.where(self.mask2, self.depth_2 * scale, np.nan).astype(np.float32)
-
-    def fused_points(self, scale: float, T_out_cam1: np.ndarray | None = None):
-        """Confident points of both views (view 1 first) and their colours; see PairResult."""
-        xyz = np.concatenate([self.pts1[self.mask1], self.pts2[self.mask2]]).astype(np.float64)
-        rgb = np.concatenate([self.net1[self.mask1], self.net2[self.mask2]])
-        xyz = xyz * scale
-        if T_out_cam1 is not None:
-            xyz = xyz @ T_out_cam1[:3, :3].T + T_out_cam1[:3, 3]
-        return xyz.astype(np.float32), rgb
 
 
 class AnyviewPairPipeline(PairPipeline):

@@ -49,7 +49,34 @@ class PairSettings:
     min_scale_support: int = 20
 
 
-class PairResult:
+class PairOutputs:
+    """What every pair result shares: the pose in model units and the fused cloud of both views.
+
+    Subclasses set pose, pts1/pts2 (view points in camera 1), mask1/mask2 and net1/net2 (the
+    network-grid images that colour the points).
+    """
+
+    @property
+    def T_units(self) -> np.ndarray | None:
+        """4x4 camera 2 -> camera 1 in the model's units (DUSt3R's, DA3's), None without a pose."""
+        return self.pose.T if self.pose.success else None
+
+    def fused_points(self, scale: float, T_out_cam1: np.ndarray | None = None):
+        """Points of both views' masks (view 1 first): (N, 3) float32, (N, 3) uint8 colours.
+
+        Args:
+            scale: multiplies model-unit lengths.
+            T_out_cam1: optional 4x4 (output units) taking camera-1 points to the output frame.
+        """
+        xyz = np.concatenate([self.pts1[self.mask1], self.pts2[self.mask2]]).astype(np.float64)
+        rgb = np.concatenate([self.net1[self.mask1], self.net2[self.mask2]])
+        xyz = xyz * scale
+        if T_out_cam1 is not None:
+            xyz = xyz @ T_out_cam1[:3, :3].T + T_out_cam1[:3, 3]
+        return xyz.astype(np.float32), rgb
+
+
+class PairResult(PairOutputs):
     """One pair in DUSt3R units (the API result) plus the node's masks and scaled views of it."""
 
     def __init__(self, api: ApiPairResult, conf_threshold: float):
@@ -67,11 +94,6 @@ class PairResult:
         self.mask1 = (api.conf_1 > conf_threshold) & np.isfinite(self.pts1).all(-1)
         self.mask2 = (api.conf_2 > conf_threshold) & np.isfinite(self.pts2).all(-1)
 
-    @property
-    def T_units(self) -> np.ndarray | None:
-        """4x4 camera 2 -> camera 1 in DUSt3R units, None when PnP failed."""
-        return self.pose.T if self.pose.success else None
-
     def depth1(self, scale: float) -> np.ndarray:
         """View-1 planar depth in camera 1 times `scale`; NaN where not confident."""
         return np.where(self.mask1, self.api.depth_1 * scale, np.nan).astype(np.float32)
@@ -81,21 +103,6 @@ class PairResult:
         if self.api.depth_2 is None:
             raise ValueError(f'no view-2 depth without a pose ({self.pose.reason})')
         return np.where(self.mask2, self.api.depth_2 * scale, np.nan).astype(np.float32)
-
-    def fused_points(self, scale: float, T_out_cam1: np.ndarray | None = None):
-        """Points of both views' masks (view 1 first): (N, 3) float32, (N, 3) uint8 colours.
-
-        Args:
-            scale: multiplies DUSt3R-unit lengths.
-            T_out_cam1: optional 4x4 (output units) taking camera-1 points to the output frame.
-        """
-        xyz = np.concatenate([self.pts1[self.mask1], self.pts2[self.mask2]]).astype(np.float64)
-        rgb = np.concatenate([self.net1[self.mask1], self.net2[self.mask2]])
-        xyz = xyz * scale
-        if T_out_cam1 is not None:
-            xyz = xyz @ T_out_cam1[:3, :3].T + T_out_cam1[:3, 3]
-        return xyz.astype(np.float32), rgb
-
 
 class PairPipeline:
     """Runs pairs through a DUSt3R engine via `Dust3rPredictor` and applies the scale source.
