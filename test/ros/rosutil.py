@@ -118,6 +118,19 @@ class RosProbe:
             raise TimeoutError(f'{node}/get_state did not answer')
         return res.current_state.label
 
+    def wait_state(self, node: str, label: str, timeout: float = 60.0) -> None:
+        """Poll get_state until `node` reports `label`.
+
+        A node busy in a transition (autostart's configure runs in its executor) answers
+        nothing meanwhile: that is "not yet", not a failure.
+        """
+        def reached() -> bool:
+            try:
+                return self.get_state(node, timeout=2.0) == label
+            except TimeoutError:
+                return False
+        wait_for(reached, timeout, interval=0.1, what=f'{node} {label}')
+
     def set_params(self, node: str, values: dict, timeout: float = 10.0) -> list:
         """SetParameters; returns the SetParametersResult list."""
         req = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg()

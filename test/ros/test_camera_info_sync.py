@@ -92,7 +92,7 @@ def test_each_image_uses_the_camera_info_of_its_stamp():
         with spawn(depth_node_cmd(NS, PARAMS), env=child_env(), name='cis-node') as proc:
             probe.wait_matched(cam.img, timeout=60)
             probe.wait_matched(cam.info)
-            wait_for(lambda: probe.get_state(NODE) == 'active', 60, what='node active')
+            probe.wait_state(NODE, 'active', 60)
             # warm-up frame keeps the worker busy for ENGINE_S ...
             cam.send_info(5, 400.0)
             cam.send_image(5)

@@ -94,7 +94,7 @@ def test_bad_raw_inputs(probe):
     h = Harness(probe, '/bad')
     with spawn(depth_node_cmd('/bad', PARAMS), env=child_env(), name='bad-node') as proc:
         probe.wait_matched(h.img, timeout=60)
-        wait_for(lambda: probe.get_state(h.node) == 'active', 30, what='active')
+        probe.wait_state(h.node, 'active', 30)
         # missing, then late CameraInfo
         h.img.publish(_raw(1))
         h.wait_rejected('no_camera_info')

@@ -87,7 +87,7 @@ def test_geometry_exact_through_ros(probe):
     with spawn(depth_node_cmd(NS, params), env=child_env(), name='geo-node') as proc:
         probe.wait_matched(img_pub, timeout=60)
         probe.wait_matched(info_pub)
-        wait_for(lambda: probe.get_state(NODE) == 'active', 60, what='node active')
+        probe.wait_state(NODE, 'active', 60)
         rng = np.random.default_rng(1)
         for i, case in enumerate(CASES):
             w, h, *_, dec, res = case

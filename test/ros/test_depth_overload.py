@@ -15,7 +15,7 @@ from rosutil import BEST_EFFORT, KNOWN_ENGINE, RELIABLE, RosProbe, child_env, de
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from support.procs import spawn, wait_for
+from support.procs import spawn
 from tt_depth_ros.ros.camera_info import camera_info_for
 from tt_depth_ros.ros.depth_msgs import rgb_image_msg
 from tt_depth_ros.ros.diagnostics import status_values
@@ -37,7 +37,7 @@ def test_overload_bounded_latency_drops_flat_memory():
     try:
         with spawn(depth_node_cmd(NS, params), env=child_env(), name='ovl-node') as proc:
             probe.wait_matched(img_pub, timeout=60)
-            wait_for(lambda: probe.get_state(NODE) == 'active', 30, what='active')
+            probe.wait_state(NODE, 'active', 30)
             rgb = np.full((120, 160, 3), 80, np.uint8)
             K = np.array([[150.0, 0, 79.5], [0, 150.0, 59.5], [0, 0, 1]])
             rss = {}

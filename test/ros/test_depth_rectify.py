@@ -114,7 +114,7 @@ def test_distorted_lenses_are_rectified_and_the_geometry_matches():
             with spawn(depth_node_cmd(NS, params), env=child_env(), name=f'rect-{i}') as proc:
                 probe.wait_matched(img_pub, timeout=60)
                 probe.wait_matched(info_pub)
-                wait_for(lambda: probe.get_state(NODE) == 'active', 60, what='node active')
+                probe.wait_state(NODE, 'active', 60)
                 for j, mode in enumerate(('auto', 'disabled')):
                     assert all(r.successful for r in probe.set_params(NODE, {'rectify': mode}))
                     header = Header(frame_id='cam_optical_frame')
@@ -197,7 +197,7 @@ def test_fisheye_borders_are_invalid_in_depth_and_cloud():
         with spawn(depth_node_cmd(NS, params), env=child_env(), name='rect-border') as proc:
             probe.wait_matched(img_pub, timeout=60)
             probe.wait_matched(info_pub)
-            wait_for(lambda: probe.get_state(NODE) == 'active', 60, what='node active')
+            probe.wait_state(NODE, 'active', 60)
             header = Header(frame_id='cam_optical_frame')
             header.stamp.sec = 900
             info_pub.publish(camera_info(model, d, P, header))

@@ -68,7 +68,7 @@ class Node:
 
     def ready(self):
         self.probe.wait_matched(self.img, timeout=60)
-        wait_for(lambda: self.probe.get_state(self.name) == 'active', 60, what='node active')
+        self.probe.wait_state(self.name, 'active', 60)
         for topic in self.outputs:
             wait_for(lambda t=topic: self.probe.node.count_publishers(f'{self.ns}/{t}') > 0, 20,
                      what=f'publisher of {self.ns}/{topic}')
