@@ -81,17 +81,6 @@ def standin_freed(ttnn, dev, view, up):
     return view._buffer_freed()
 
 
-@pytest.fixture(scope='module')
-def side_python():
-    import os
-    try:
-        return environment.ensure_dryrun_venv()
-    except environment.ConformanceUnavailable as e:
-        if os.environ.get('CI', '').lower() == 'true':
-            pytest.fail(f'ttnn stand-in conformance cannot run in CI: {e}')
-        pytest.skip(f'!!! ttnn STAND-IN CONFORMANCE NOT RUN: {e} !!!')
-
-
 def test_standin_buffer_behaviour_matches_real_ttnn(side_python, tmp_path, monkeypatch):
     from bridge import Bridge
     b = Bridge(str(side_python), environment.side_env(), tmp_path / 'real.log')

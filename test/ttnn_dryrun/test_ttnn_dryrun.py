@@ -10,7 +10,6 @@ rejects, a use after a forced deallocate of a reshape view's base, a full-range 
 under its caller.
 """
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,16 +21,6 @@ sys.path.insert(0, str(HERE))
 import environment  # noqa: E402
 
 ROOT = HERE.parents[1]
-
-
-@pytest.fixture(scope='module')
-def side_python():
-    try:
-        return environment.ensure_dryrun_venv()
-    except environment.ConformanceUnavailable as e:
-        if os.environ.get('CI', '').lower() == 'true':
-            pytest.fail(f'ttnn dry run cannot run in CI: {e}')
-        pytest.skip(f'!!! ttnn DRY RUN NOT RUN: {e} !!!')
 
 
 def run_driver(tmp_path, model, sizes=(), timeout=900) -> dict:
