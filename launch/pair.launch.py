@@ -18,8 +18,8 @@ from launch_ros.substitutions import FindPackageShare
 from launch import LaunchDescription
 
 #: Launch arguments that set the node parameter of the same name (only when given).
-PARAMETER_ARGS = ('mode', 'model', 'weights_path', 'backend', 'device_id', 'scale_source',
-                  'baseline_m', 'autostart', 'use_sim_time')
+PARAMETER_ARGS = ('mode', 'model', 'weights_path', 'backend', 'device_id', 'pose_source',
+                  'scale_source', 'baseline_m', 'autostart', 'use_sim_time')
 
 
 def _under(base: str, topic: str) -> str:
@@ -79,6 +79,9 @@ def generate_launch_description() -> LaunchDescription:
                               description='parameter backend: auto, ttnn, torch-cuda or torch-cpu'),
         DeclareLaunchArgument('device_id', default_value='',
                               description='parameter device_id: accelerator index'),
+        DeclareLaunchArgument('pose_source', default_value='',
+                              description='parameter pose_source: auto, camera_decoder or pnp '
+                              '(DA3 any-view models)'),
         DeclareLaunchArgument('scale_source', default_value='',
                               description='parameter scale_source: none, baseline or depth'),
         DeclareLaunchArgument('baseline_m', default_value='',

@@ -160,6 +160,26 @@ def test_anyview_engine_matches_golden_from_uint8():
     eng.close()
 
 
+def test_two_view_anyview_engine_returns_the_ray_head_as_upstream():
+    """num_views=2: both views in one forward; the ray maps (pair node pose_source=pnp) too."""
+    from support.da3_fixtures import (
+        anyview_golden,
+        anyview_png,
+        anyview_state_dict,
+        assert_anyview_close,
+    )
+    g = anyview_golden('tiny_2v_280x504.npz')
+    with build_engine('da3-anyview-tiny', backend='torch-cpu', state_dict=anyview_state_dict(),
+                      num_views=2) as eng:
+        out = eng.infer(anyview_png('scene0_280x504_view0.png'),
+                        anyview_png('scene0_280x504_view1.png'))
+    assert set(out) == {'depth', 'conf', 'intrinsics', 'extrinsics', 'ray', 'ray_conf'}
+    assert out['ray'].shape == (2, 160, 288, 6) and out['ray_conf'].shape == (2, 160, 288)
+    for ours, ref in (('depth', 'depth'), ('conf', 'depth_conf'), ('ray', 'ray'),
+                      ('ray_conf', 'ray_conf'), ('extrinsics', 'extrinsics')):
+        assert_anyview_close(out[ours], g[ref], ref)
+
+
 def test_anyview_models_are_torch_only():
     from support.da3_fixtures import anyview_state_dict
     with pytest.raises(BackendUnavailableError, match='no ttnn implementation'):

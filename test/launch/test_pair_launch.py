@@ -46,8 +46,8 @@ def stereo(launch_env, config, tiny_weights, probe):
         'mode': 'stereo', 'namespace': 'pst', 'camera1': '/pl', 'camera2': '/pr',
         'image_topic': 'img', 'camera_info_topic': 'info', 'config': str(config),
         'model': 'dust3r-tiny', 'weights_path': tiny_weights['dust3r-tiny'],
-        'backend': 'torch-cpu', 'device_id': '1', 'scale_source': 'baseline',
-        'baseline_m': '0.12', 'autostart': 'true', 'use_sim_time': 'true'}, name='launch-pair-st')
+        'backend': 'torch-cpu', 'device_id': '1', 'pose_source': 'pnp',
+        'scale_source': 'baseline', 'baseline_m': '0.12', 'autostart': 'true', 'use_sim_time': 'true'}, name='launch-pair-st')
     try:
         yield run
     finally:
@@ -57,11 +57,12 @@ def stereo(launch_env, config, tiny_weights, probe):
 def test_stereo_every_argument_reaches_the_node(stereo, probe, tiny_weights):
     wait_state(probe, '/pst/pair_node', 'active', run=stereo)
     got = get_params(probe, '/pst/pair_node', [
-        'mode', 'model', 'weights_path', 'backend', 'device_id', 'scale_source', 'baseline_m',
-        'autostart', 'use_sim_time', 'network_size', 'preprocess_mode'])
+        'mode', 'model', 'weights_path', 'backend', 'device_id', 'pose_source', 'scale_source',
+        'baseline_m', 'autostart', 'use_sim_time', 'network_size', 'preprocess_mode'])
     assert got == {'mode': 'stereo', 'model': 'dust3r-tiny',
                    'weights_path': tiny_weights['dust3r-tiny'], 'backend': 'torch-cpu',
-                   'device_id': 1, 'scale_source': 'baseline', 'baseline_m': 0.12,
+                   'device_id': 1, 'pose_source': 'pnp', 'scale_source': 'baseline',
+                   'baseline_m': 0.12,
                    'autostart': True, 'use_sim_time': True,
                    'network_size': W, 'preprocess_mode': 'pad'}, stereo.log()   # config file
 

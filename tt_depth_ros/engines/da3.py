@@ -71,7 +71,7 @@ def _run_anyview(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch
 def _run_views(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch.Tensor]:
     out = model(torch.cat(views))
     res = {'depth': out['depth'], 'conf': out['depth_conf'], 'intrinsics': out['intrinsics'],
-           'extrinsics': out['extrinsics']}
+           'extrinsics': out['extrinsics'], 'ray': out['ray'], 'ray_conf': out['ray_conf']}
     if 'scale_factor' in out:
         res.update(sky=out['sky'], scale_factor=out['scale_factor'])
     return res
@@ -125,7 +125,9 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     False runs the plain forward. `num_views` > 1 (any-view / NESTED only): `infer` takes that
     many views of one scene (one forward) and every output gains a leading view axis, in input
     order: 'depth', 'conf' (N, H, W), 'intrinsics' (N, 3, 3), 'extrinsics' (N, 3, 4)
-    world-to-camera; NESTED also 'sky' (N, H, W) and 'scale_factor'.
+    world-to-camera, 'ray' (N, 8 H/14, 8 W/14, 6) the ray head's direction and origin (NESTED:
+    origins in the any-view unit, times 'scale_factor' for metres), 'ray_conf'; NESTED also
+    'sky' (N, H, W) and 'scale_factor'.
     """
     tdtype = parse_dtype(dtype, device)
     net = build_model(model, weights=weights, revision=revision, config=config,

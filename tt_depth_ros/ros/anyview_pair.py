@@ -29,6 +29,7 @@ from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network
 from tt_depth_ros.geometry.depth_cloud import organized_points
 from tt_depth_ros.geometry.dust3r_preprocess import Dust3rPlan
 from tt_depth_ros.geometry.pnp import PoseResult
+from tt_depth_ros.geometry.ray_pnp import relative_pose_from_rays
 from tt_depth_ros.geometry.scale import ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
 from tt_depth_ros.ros.depth_family import engine_kind
@@ -50,6 +51,16 @@ def _T44(E: np.ndarray) -> np.ndarray:
     return T
 
 
+def decoder_pose(extrinsics, focal_source: str) -> PoseResult:
+    """Camera 2 -> camera 1 from the camera decoder's two world-to-camera extrinsics."""
+    T_12 = _T44(extrinsics[0]) @ invert_T(_T44(extrinsics[1]))
+    if np.all(np.isfinite(T_12)) and abs(np.linalg.det(T_12[:3, :3]) - 1.0) < 1e-3:
+        return PoseResult(True, R=T_12[:3, :3].copy(), t=T_12[:3, 3].copy(), inlier_ratio=1.0,
+                          focal_source=focal_source)
+    return PoseResult(False, 'the camera decoder returned no valid rotation',
+                      focal_source=focal_source)
+
+
 def _focal(K: np.ndarray) -> float:
     return (float(K[0, 0]) + float(K[1, 1])) / 2.0
 
@@ -57,8 +68,8 @@ def _focal(K: np.ndarray) -> float:
 class AnyviewPairResult(PairOutputs):
     """One pair on the DA3 network grid, with the attributes the pair node reads (PairResult's)."""
 
-    def __init__(self, plans, images, K_net, depth, conf, T_12, conf_threshold, focal_source,
-                 timings):
+    def __init__(self, plans, images, K_net, depth, conf, pose: PoseResult, conf_threshold,
+                 focal_source, timings):
         self.plan1, self.plan2 = plans
         self.net1, self.net2 = images
         self.K1_net, self.K2_net = K_net
@@ -68,15 +79,14 @@ class AnyviewPairResult(PairOutputs):
         self.focal_source = focal_source    # the pair node reports it in diagnostics
         self.timings = timings
         self.api = self        # PairPipeline.stereo_scale reads result.api.depth_1
-        ok = bool(np.all(np.isfinite(T_12)) and
-                  abs(np.linalg.det(T_12[:3, :3]) - 1.0) < 1e-3)
-        self.pose = (PoseResult(True, R=T_12[:3, :3].copy(), t=T_12[:3, 3].copy(),
-                                inlier_ratio=1.0, focal_source=focal_source) if ok else
-                     PoseResult(False, 'the camera decoder returned no valid rotation',
-                                focal_source=focal_source))
+        self.pose = pose
         self.pts1 = organized_points(self.depth_1, self.K1_net)
         cam2 = organized_points(self.depth_2, self.K2_net).astype(np.float64)
-        self.pts2 = (cam2 @ T_12[:3, :3].T + T_12[:3, 3]).astype(np.float32)
+        if pose.success:       # without a pose view 2 cannot be placed in camera 1
+            T_12 = pose.T
+            self.pts2 = (cam2 @ T_12[:3, :3].T + T_12[:3, 3]).astype(np.float32)
+        else:
+            self.pts2 = np.full_like(cam2, np.nan, dtype=np.float32)
         self.mask1 = (self.conf1 > conf_threshold) & np.isfinite(self.pts1).all(-1)
         self.mask2 = (self.conf2 > conf_threshold) & np.isfinite(self.pts2).all(-1)
 
@@ -92,10 +102,10 @@ class AnyviewPairResult(PairOutputs):
 class AnyviewPairPipeline(PairPipeline):
     """PairPipeline with a DA3 any-view engine of 2 views (see the module docstring)."""
 
-    pose_source = 'camera_decoder'     # the pnp_* diagnostics stay 0: no RANSAC runs
-
     def __init__(self, engine, settings: PairSettings):
         self.s = settings
+        # 'camera_decoder': the pnp_* diagnostics stay 0 (no RANSAC runs)
+        self.pose_source = 'pnp' if settings.pose_source == 'pnp' else 'camera_decoder'
         self._plans: dict[tuple[int, int], Dust3rPlan] = {}
         self.predictor = None
         self.engine = engine
@@ -103,7 +113,8 @@ class AnyviewPairPipeline(PairPipeline):
         self.units = 'metres' if self.metric_model else 'model units (relative)'
         name = engine.info.model if engine is not None else 'DA3'
         self.engine_label = (f'DA3 any-view {name}: one forward over both views, pose from the '
-                             'camera decoder')
+                             + ('ray head by PnP-RANSAC' if self.pose_source == 'pnp' else
+                                'camera decoder'))
 
     def set_conf_threshold(self, value: float) -> None:
         """Apply a new confidence threshold (a runtime parameter)."""
@@ -151,8 +162,14 @@ class AnyviewPairPipeline(PairPipeline):
         out = self.engine.infer(*nets)
         t2 = time.perf_counter()
         pick = [0, len(views) - 1]
-        out = {k: v[pick] for k, v in out.items() if k in ('depth', 'conf', 'intrinsics',
-                                                           'extrinsics')}
+        keys = ('depth', 'conf', 'intrinsics', 'extrinsics') + (
+            ('ray', 'ray_conf') if self.pose_source == 'pnp' else ())
+        missing = [k for k in keys if k not in out]
+        if missing:
+            raise ValueError(f'the engine returned no {missing}; pose_source=pnp needs the ray '
+                             'head outputs (ray, ray_conf) of a DA3 any-view engine')
+        origin_scale = float(np.asarray(out.get('scale_factor', 1.0)))   # NESTED: metres
+        out = {k: np.asarray(out[k])[pick] for k in keys}
         plans, nets = [plans[0], plans[-1]], [nets[0], nets[-1]]
         net_wh = (net_hw[1], net_hw[0])
         K_est = [np.asarray(k, np.float64) for k in out['intrinsics']]
@@ -160,15 +177,27 @@ class AnyviewPairPipeline(PairPipeline):
               for i, K in enumerate((K1, K2))]
         source = 'intrinsics' if K1 is not None and K2 is not None else 'estimated'
         depth = [np.asarray(d, np.float32) for d in out['depth']]
-        T_12 = _T44(out['extrinsics'][0]) @ invert_T(_T44(out['extrinsics'][1]))
+        conf = [np.asarray(c, np.float32) for c in out['conf']]
+        if self.pose_source == 'pnp':
+            pose = relative_pose_from_rays(
+                out['ray'], out['ray_conf'], depth, conf, Ks,
+                conf_threshold=self.s.conf_threshold, origin_scale=origin_scale,
+                reproj_px=self.s.pnp_reproj_px, iterations=self.s.pnp_iterations,
+                min_inliers=self.s.pnp_min_inliers, min_inlier_ratio=self.s.pnp_min_inlier_ratio,
+                focal_source=source)
+        else:
+            pose = decoder_pose(out['extrinsics'], source)
         if self.metric_model:
             c = float(np.mean([_focal(Ks[i]) / _focal(K_est[i]) for i in range(2)]))
             depth = [d * np.float32(c) for d in depth]
-            T_12[:3, 3] *= c
-        conf = [np.asarray(c, np.float32) for c in out['conf']]
+            if pose.success:
+                pose = dataclasses.replace(pose, t=pose.t * c)
+        t3 = time.perf_counter()
         timings = {'preprocess': t1 - t0, 'engine': t2 - t1}
         timings.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
-        result = AnyviewPairResult(plans, nets, Ks, depth, conf, T_12, self.s.conf_threshold,
+        if self.pose_source == 'pnp':
+            timings['pnp'] = t3 - t2
+        result = AnyviewPairResult(plans, nets, Ks, depth, conf, pose, self.s.conf_threshold,
                                    source, timings)
         result.timings['postprocess'] = time.perf_counter() - t2
         return result
@@ -190,4 +219,7 @@ def make_pair_pipeline(engine, settings: PairSettings) -> PairPipeline:
     """The pipeline for an engine: DA3 any-view / NESTED, else DUSt3R."""
     if is_anyview_engine(engine):
         return AnyviewPairPipeline(engine, settings)
+    if settings.pose_source == 'camera_decoder':
+        raise ValueError("pose_source='camera_decoder' needs a DA3 any-view engine; this one "
+                         "has no camera decoder (DUSt3R's pose is always PnP)")
     return PairPipeline(engine, settings)

@@ -111,6 +111,11 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
                 p['model'] not in ANYVIEW_PAIR_MODELS and not p['engine_plugin'])):
             errors.append(f"window_size={p['window_size']} needs mode='temporal' and a DA3 "
                           f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
+        anyview = p['model'] in ANYVIEW_PAIR_MODELS or bool(p['engine_plugin'])
+        if p['pose_source'] == 'camera_decoder' and not anyview:
+            errors.append("pose_source='camera_decoder' needs a DA3 any-view model "
+                          f'({list(ANYVIEW_PAIR_MODELS)}); DUSt3R has no camera decoder, its '
+                          "pose is always PnP ('auto' or 'pnp')")
         if bool(p['expected_width']) != bool(p['expected_height']):
             errors.append('expected_width and expected_height must both be 0 or both be set')
         try:
@@ -135,7 +140,8 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         p = self.p
         return PairSettings(p['network_size'], p['preprocess_mode'], p['conf_threshold'],
                             p['pnp_reproj_px'], p['pnp_iterations'], p['pnp_min_inliers'],
-                            p['pnp_min_inlier_ratio'], p['scale_source'], p['baseline_m'])
+                            p['pnp_min_inlier_ratio'], p['scale_source'], p['baseline_m'],
+                            pose_source=p['pose_source'])
 
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network shape for expected_width x expected_height, if given."""

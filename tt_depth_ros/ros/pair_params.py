@@ -37,6 +37,10 @@ PAIR_PARAMS = (
               int_range=(4, 1 << 24)),
     ParamSpec('pnp_min_inlier_ratio', 0.1, 'Smaller inlier fraction: no pose, no TF.',
               float_range=(0.0, 1.0)),
+    ParamSpec('pose_source', 'auto', "Camera-2 pose: 'auto' = DUSt3R: PnP on its pointmap, DA3 "
+              "any-view: the camera decoder; 'camera_decoder' (DA3 any-view only); 'pnp' = "
+              'DA3 any-view: PnP-RANSAC on the ray head\'s points with the CameraInfo K (the '
+              'pnp_* parameters apply).', choices=('auto', 'camera_decoder', 'pnp')),
     ParamSpec('scale_source', 'none', "'none' (DUSt3R units), 'baseline' (stereo: "
               "baseline_m / |t|) or 'depth' (median ratio to metric_depth of the reference view).",
               choices=SOURCES),

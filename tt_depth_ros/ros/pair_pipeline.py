@@ -47,6 +47,7 @@ class PairSettings:
     scale_source: str = 'none'
     baseline_m: float = 0.0
     min_scale_support: int = 20
+    pose_source: str = 'auto'
 
 
 class PairOutputs:

@@ -5,8 +5,12 @@ in pixel (0, 0), as pair_engines reads it) it returns what a perfect any-view ne
 view's planar depth of the ray-cast scene, confidence (10, sky 1 with depth 1000), the exact
 intrinsics on the network grid, and world-to-camera extrinsics in a network world frame that is
 NOT camera 1 (a fixed rigid offset G), so the node's conversion to "camera 2 in camera 1" is
-exercised. Relative kinds divide depth and translations by a per-call scale (any-view depth is
-defined up to one factor); 'nested' returns metres.
+exercised, and the ray head's maps of the same cameras (test/support/ray_maps.py, unit-length
+directions; confidence as the depth's). Relative kinds divide depth and translations by a
+per-call scale (any-view depth is defined up to one factor); 'nested' returns metres, with the
+ray origins in an any-view unit and the `scale_factor` that makes them metres, as NESTED does.
+`decoder_error_deg` rotates the camera decoder's extrinsics, so a test can tell which of the two
+pose estimates the node used.
 """
 from __future__ import annotations
 
@@ -15,11 +19,14 @@ import time
 import numpy as np
 from pair_engines import make_T, pose_of, read_id, rot_y
 
+from support.ray_maps import pinhole_ray_map, ray_grid_shape
+
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.geometry.da3_preprocess import scale_intrinsics
 from tt_depth_ros.geometry.scene_render import default_scene, intrinsics, render
 
 G_NET_WORLD = make_T(rot_y(20.0), [0.4, -0.2, 1.5])   # network world <- simulator world
+NESTED_ANYVIEW_UNIT = 0.5     # NESTED's ray origins x this scale_factor = metres
 
 
 class SceneAnyviewEngine(Engine):
@@ -32,11 +39,14 @@ class SceneAnyviewEngine(Engine):
         hfov_deg: the simulator's horizontal field of view.
         views: views per call.
         scale_seed: seed of the per-call relative scale.
+        decoder_error_deg: rotation error put into every decoder extrinsic (about y).
     """
 
     def __init__(self, mode: str = 'stereo', kind: str = 'anyview', camera_wh=(112, 84),
-                 hfov_deg: float = 70.0, views: int = 2, scale_seed: int = 3):
+                 hfov_deg: float = 70.0, views: int = 2, scale_seed: int = 3,
+                 decoder_error_deg: float = 0.0):
         self.mode, self.kind, self.hfov = mode, kind, float(hfov_deg)
+        self.decoder_error = make_T(rot_y(float(decoder_error_deg)), [0.0, 0.0, 0.0])
         self.camera_wh, self.num_views, self.seed = tuple(camera_wh), int(views), int(scale_seed)
         self._timings = {}
 
@@ -52,20 +62,30 @@ class SceneAnyviewEngine(Engine):
         K = scale_intrinsics(intrinsics(*self.camera_wh, self.hfov), self.camera_wh, (w, h))
         rng = np.random.default_rng([self.seed, *ids])
         s = 1.0 if self.kind == 'nested' else float(rng.uniform(0.3, 3.0))
-        depth, conf, ext = [], [], []
+        depth, conf, ext, rays, ray_conf = [], [], [], [], []
+        ray_unit = s * (NESTED_ANYVIEW_UNIT if self.kind == 'nested' else 1.0)
+        hr, wr = ray_grid_shape((h, w))
+        rows = ((np.arange(hr) + 0.5) * h / hr).astype(int)
+        cols = ((np.arange(wr) + 0.5) * w / wr).astype(int)
         for i, fid in enumerate(ids):
             T_w_c = pose_of(self.mode, fid, i)
             _, d = render(default_scene(), K, w, h, T_w_c)
             sky = ~np.isfinite(d)
             depth.append(np.where(sky, 1e3, d) / s)
             conf.append(np.where(sky, 1.0, 10.0))
-            E = np.linalg.inv(G_NET_WORLD @ T_w_c)[:3]
+            E = np.linalg.inv(G_NET_WORLD @ T_w_c @ self.decoder_error)[:3]
             E[:, 3] /= s
             ext.append(E)
+            rays.append(pinhole_ray_map(K, (h, w), G_NET_WORLD @ T_w_c, length='unit',
+                                        unit=ray_unit))
+            ray_conf.append(conf[-1][rows][:, cols])
         self._timings = {'forward': time.perf_counter() - t0}
         f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
-        return {'depth': f32(depth), 'conf': f32(conf), 'intrinsics': f32([K] * len(ids)),
-                'extrinsics': f32(ext)}
+        out = {'depth': f32(depth), 'conf': f32(conf), 'intrinsics': f32([K] * len(ids)),
+               'extrinsics': f32(ext), 'ray': f32(rays), 'ray_conf': f32(ray_conf)}
+        if self.kind == 'nested':
+            out['scale_factor'] = np.float32(NESTED_ANYVIEW_UNIT)
+        return out
 
     def close(self):
         pass

@@ -31,7 +31,7 @@ W, H = 112, 80      # network_size 112 maps these 1:1 (no resize, no crop)
 
 
 def child_env() -> dict:
-    return pythonpath_env(HERE)
+    return pythonpath_env(HERE, os.path.dirname(os.path.dirname(HERE)))   # doubles, test/
 
 
 def pair_node_cmd(ns: str, params: dict, name: str = 'pair_node') -> list[str]:

@@ -1,9 +1,10 @@
 """Pair node with a DA3 any-view engine (perfect test double) instead of DUSt3R, through real ROS.
 
 The double returns a perfect any-view network's outputs for the known scene (depth, confidence,
-intrinsics, world-to-camera extrinsics in a world frame that is not camera 1, relative units or
-NESTED metres); the node's real code converts them to its pose convention, scales, chains and
-publishes. Same gates as the DUSt3R geometry tests: rotation <= 0.1 deg, translation direction
+intrinsics, world-to-camera extrinsics in a world frame that is not camera 1, ray maps, relative
+units or NESTED metres); the node's real code converts them to its pose convention (from the
+camera decoder, or by PnP on the ray head's points with a decoder that is 5 deg off), scales,
+chains and publishes. Same gates as the DUSt3R geometry tests: rotation <= 0.1 deg, translation direction
 <= 1 %, metres from a baseline or from NESTED itself, a temporal chain with one unit.
 """
 import numpy as np
@@ -23,9 +24,10 @@ W, H = 112, 84          # the DA3 grid of network_size 112 for this size: no res
 ENGINE = 'anyview_pair_engine:SceneAnyviewEngine'
 
 
-def _params(mode, kind, **extra):
+def _params(mode, kind, decoder_error_deg=0.0, **extra):
     p = dict(mode=mode, engine_plugin=ENGINE, network_size=112, diagnostics_period=0.2,
-             engine_plugin_args=f'{{"mode": "{mode}", "kind": "{kind}", "camera_wh": [{W}, {H}]}}')
+             engine_plugin_args=f'{{"mode": "{mode}", "kind": "{kind}", "camera_wh": [{W}, {H}], '
+                                f'"decoder_error_deg": {decoder_error_deg}}}')
     p.update(extra)
     return p
 
@@ -36,16 +38,19 @@ def _publish_stereo(probe, k, t):
         probe.publish_view(cam, rgb, K, t, frame)
 
 
-@pytest.mark.parametrize('kind', ['anyview', 'nested'])
-def test_stereo_anyview_pose_depth_cloud(kind):
+@pytest.mark.parametrize('kind,pose_source', [('anyview', 'auto'), ('nested', 'camera_decoder'),
+                                              ('anyview', 'pnp'), ('nested', 'pnp')])
+def test_stereo_anyview_pose_depth_cloud(kind, pose_source):
     """Relative any-view + baseline scale, and NESTED metres without any scale source."""
-    ns = f'/pair_av_{kind}'
+    ns = f'/pair_av_{kind}_{pose_source}'
     baseline = float(np.linalg.norm(STEREO_T_1_2[:3, 3]))
     extra = (dict(scale_source='baseline', baseline_m=baseline) if kind == 'anyview' else {})
+    error = 5.0 if pose_source == 'pnp' else 0.0     # only the ray PnP can pass the pose gates
+    params = _params('stereo', kind, error, publish_depth2=True, pose_source=pose_source, **extra)
     probe = PairProbe(ns, 'stereo')
     try:
-        with spawn(pair_node_cmd(ns, _params('stereo', kind, publish_depth2=True, **extra)),
-                   env=child_env(), name=f'pair_av_{kind}') as proc:
+        with spawn(pair_node_cmd(ns, params), env=child_env(),
+                   name=f'pair_av_{kind}_{pose_source}') as proc:
             probe.wait_ready()
             for k in range(2):
                 t = (100 + k) * 1000 * MS
@@ -83,8 +88,15 @@ def test_stereo_anyview_pose_depth_cloud(kind):
                 z2 = (p2 - STEREO_T_1_2[:3, 3]) @ STEREO_T_1_2[:3, 2]
                 np.testing.assert_allclose(z2, true2[ok2], rtol=1e-3)
             diag = probe.wait_diag(lambda v: v.get('pairs') == '2')
-            assert 'DA3 any-view' in diag['engine'] and 'camera decoder' in diag['engine']
-            assert diag['units'] == 'metres' and diag['pose_source'] == 'camera_decoder'
+            assert 'DA3 any-view' in diag['engine']
+            if pose_source == 'pnp':
+                assert 'ray head by PnP-RANSAC' in diag['engine'], diag
+                assert diag['pose_source'] == 'pnp' and diag['pnp_ok'] == '2', diag
+                assert int(diag['pnp_inliers']) > 1000 and float(diag['pnp_reproj_px']) < 1.0
+            else:
+                assert 'camera decoder' in diag['engine']
+                assert diag['pose_source'] == 'camera_decoder'
+            assert diag['units'] == 'metres'
             assert diag['scale_source'] == ('baseline' if kind == 'anyview' else 'model')
             assert diag['depth_output'] == 'depth (32FC1 metres)'
             assert proc.poll() is None, proc.log_text()
@@ -92,12 +104,13 @@ def test_stereo_anyview_pose_depth_cloud(kind):
         probe.close()
 
 
-@pytest.mark.parametrize('window', [2, 4])
-def test_temporal_anyview_chain_one_unit_and_no_metric_depth(window):
+@pytest.mark.parametrize('window,pose_source', [(2, 'auto'), (4, 'auto'), (4, 'pnp')])
+def test_temporal_anyview_chain_one_unit_and_no_metric_depth(window, pose_source):
     """Relative any-view, temporal (pairs, and a 4-view window): one unit, nothing on `depth`."""
-    ns, n = f'/pair_av_temporal_{window}', 6
-    params = _params('temporal', 'anyview', keyframe_every_n=2, keyframe_max_rotation_deg=0.0,
-                     publish_unscaled_depth=True, window_size=window)
+    ns, n = f'/pair_av_temporal_{window}_{pose_source}', 6
+    params = _params('temporal', 'anyview', 5.0 if pose_source == 'pnp' else 0.0,
+                     keyframe_every_n=2, keyframe_max_rotation_deg=0.0,
+                     publish_unscaled_depth=True, window_size=window, pose_source=pose_source)
     params['engine_plugin_args'] = params['engine_plugin_args'][:-1] + f', "views": {window}}}'
     probe = PairProbe(ns, 'temporal')
     try:
@@ -124,6 +137,7 @@ def test_temporal_anyview_chain_one_unit_and_no_metric_depth(window):
             probe.wait_stamp('depth_unscaled', (50 + n - 1) * 100 * MS)
             diag = probe.wait_diag(lambda v: v.get('keyframes') == '3')
             assert diag['units'] == 'model units (relative)' and 'DA3 any-view' in diag['engine']
+            assert diag['pose_source'] == ('pnp' if pose_source == 'pnp' else 'camera_decoder')
             if window == 4:   # keyframes 0, 2, 4: frame 5 sees keyframe 4, then 2, 0 (newest first)
                 assert 'anyview-double views [4, 2, 0, 5]' in proc.log_text()
                 assert 'anyview-double views [0, 0, 0, 1]' in proc.log_text()   # padded start
