@@ -101,6 +101,20 @@ def test_accuracy_against_ground_truth_engine(bag, tmp_path, scale):
 TRAJECTORY_ENGINES = ('dust3r-tiny', 'da3-anyview-tiny', 'da3-anyview-tiny@3')
 
 
+def test_trajectory_engine_specs_reach_the_pair_node_command():
+    assert bt.parse_engine('dust3r-tiny') == ('dust3r-tiny', 2, 'auto')
+    assert bt.parse_engine('da3-small@4:pnp') == ('da3-small', 4, 'pnp')
+    assert bt.parse_engine('da3-small:camera_decoder') == ('da3-small', 2, 'camera_decoder')
+    for bad, match in (('da3-small:ray', 'pose source'), ('@3', 'expected MODEL'),
+                       ('da3-small@x', 'not an integer'), ('da3-small@1', '>= 2')):
+        with pytest.raises(ValueError, match=match):
+            bt.parse_engine(bad)
+    cmd = bt._node_cmd('da3-small', 4, '', 'torch-cpu', 112, '/img', '/info', '/ns', 'pnp')
+    assert 'pose_source:=pnp' in cmd and 'window_size:=4' in cmd
+    assert not any(c.startswith('pose_source') for c in
+                   bt._node_cmd('dust3r-tiny', 2, '', 'torch-cpu', 112, '/i', '/c', '/n'))
+
+
 def test_trajectory_section_per_engine(bag, tmp_path):
     out = tmp_path / 'traj'
     log = _bench(['--bag', str(bag), '--out', str(out), '--name', 'traj', '--rates', '4',
@@ -110,7 +124,7 @@ def test_trajectory_section_per_engine(bag, tmp_path):
     assert set(r['trajectory']) == set(TRAJECTORY_ENGINES), log
     truth = scene_render.default_trajectory(6, sample_bag.SampleBagConfig().step_m)
     for spec, t in r['trajectory'].items():
-        model, window = bt.parse_engine(spec)
+        model, window, _ = bt.parse_engine(spec)
         assert (t['model'], t['window_size']) == (model, window)
         assert t['frames_sent'] == 6 and 'mode:=temporal' in t['node_command']
         assert t['poses'] == len(t['poses_est']) == len(t['poses_gt']) == len(t['frame_indices'])

@@ -1,6 +1,7 @@
 """The benchmark's trajectory pass: the pair node (temporal mode) per engine vs the bag's GT poses.
 
-For each engine (e.g. DUSt3R and a DA3 any-view model; `model` or `model@window_size`), the real
+For each engine (e.g. DUSt3R and a DA3 any-view model; `model[@window_size][:pose_source]`,
+e.g. `da3-small:pnp` for the ray-head pose), the real
 pair node runs in its own process in temporal mode on the bag's camera; its `pose` outputs (the
 camera in the chain's odom-like frame) are matched by header stamp to `/camera/pose_gt` (the
 optical frame in `odom`). Errors, as usual for monocular VO whose scale and origin are unknown:
@@ -26,11 +27,23 @@ from tt_depth_ros.tools.bag_io import header_stamp_ns, read_bag
 POSE_GT = '/camera/pose_gt'
 
 
-def parse_engine(spec: str) -> tuple[str, int]:
-    """'da3-anyview-tiny@3' -> ('da3-anyview-tiny', 3); 'dust3r-tiny' -> ('dust3r-tiny', 2)."""
-    model, _, window = spec.partition('@')
+POSE_SOURCES = ('auto', 'camera_decoder', 'pnp')
+
+
+def parse_engine(spec: str) -> tuple[str, int, str]:
+    """'MODEL[@WINDOW][:POSE_SOURCE]' -> (model, window_size, pose_source).
+
+    'dust3r-tiny' -> ('dust3r-tiny', 2, 'auto'); 'da3-anyview-tiny@3' -> (..., 3, 'auto');
+    'da3-small:pnp' -> ('da3-small', 2, 'pnp') (the pair node's pose_source).
+    """
+    rest, _, pose_source = spec.partition(':')
+    model, _, window = rest.partition('@')
+    pose_source = pose_source or 'auto'
     if not model:
-        raise ValueError(f'trajectory engine {spec!r}: expected MODEL or MODEL@WINDOW_SIZE')
+        raise ValueError(f'trajectory engine {spec!r}: expected MODEL[@WINDOW][:POSE_SOURCE]')
+    if pose_source not in POSE_SOURCES:
+        raise ValueError(f'trajectory engine {spec!r}: pose source {pose_source!r} is not one '
+                         f'of {POSE_SOURCES}')
     try:
         n = int(window) if window else 2
     except ValueError:
@@ -38,7 +51,7 @@ def parse_engine(spec: str) -> tuple[str, int]:
                          'integer') from None
     if n < 2:
         raise ValueError(f'trajectory engine {spec!r}: window size must be >= 2')
-    return model, n
+    return model, n, pose_source
 
 
 def umeyama_sim3(src: np.ndarray, dst: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -82,7 +95,7 @@ def trajectory_errors(est: list[np.ndarray], gt: list[np.ndarray]) -> dict:
 
 
 def _node_cmd(model: str, window: int, weights: str, backend: str, network_size: int,
-              image: str, info: str, ns: str) -> list[str]:
+              image: str, info: str, ns: str, pose_source: str = 'auto') -> list[str]:
     cmd = [sys.executable, '-m', 'tt_depth_ros.ros.pair_node', '--ros-args',
            '-r', f'__ns:={ns}', '-p', f'model:={model}', '-p', f'backend:={backend}',
            '-p', 'mode:=temporal', '-p', f'network_size:={network_size}',
@@ -90,6 +103,8 @@ def _node_cmd(model: str, window: int, weights: str, backend: str, network_size:
            '-r', f'image:={image}', '-r', f'camera_info:={info}']
     if window > 2:
         cmd += ['-p', f'window_size:={window}']
+    if pose_source != 'auto':
+        cmd += ['-p', f'pose_source:={pose_source}']
     if weights:
         cmd += ['-p', f'weights_path:={weights}']
     return cmd
@@ -101,7 +116,7 @@ def trajectory_pass(node, cfg, spec: str, weights: str, out_dir: Path, log) -> d
     Args:
         node: the benchmark's rclpy node (spun by the caller).
         cfg: BenchConfig (bag, topics, backend, trajectory_rate_hz, startup_timeout_s).
-        spec: 'MODEL' or 'MODEL@WINDOW_SIZE'.
+        spec: 'MODEL[@WINDOW_SIZE][:POSE_SOURCE]' (parse_engine).
         weights: weights file for the model ('' = the node resolves them).
         out_dir: where the node log goes.
         log: callable(str) for progress.
@@ -111,8 +126,8 @@ def trajectory_pass(node, cfg, spec: str, weights: str, out_dir: Path, log) -> d
     from tt_depth_ros.tools.demo_outputs import decode_pose
     from tt_depth_ros.tools.replay import Player
 
-    model, window = parse_engine(spec)
-    label = spec.replace('@', '_w')
+    model, window, pose_source = parse_engine(spec)
+    label = spec.replace('@', '_w').replace(':', '_')
     ns = '/traj_' + label.replace('-', '_').replace('.', '_')
     msgs, types = read_bag(cfg.bag, [cfg.info_topic, cfg.image_topic])
     gt_by_stamp = {header_stamp_ns(m.raw): decode_pose(m.raw)[0]
@@ -123,7 +138,7 @@ def trajectory_pass(node, cfg, spec: str, weights: str, out_dir: Path, log) -> d
     pose_mon = OutputMonitor(node, f'{ns}/pose', 'geometry_msgs/msg/PoseStamped',
                              keep_payloads=True)
     cmd = _node_cmd(model, window, weights, cfg.backend, cfg.trajectory_network_size,
-                    cfg.image_topic, cfg.info_topic, ns)
+                    cfg.image_topic, cfg.info_topic, ns, pose_source)
     log_path = out_dir / f'{cfg.name}{cfg.tag}_trajectory_{label}_node.log'
     log(f'trajectory {spec}: pair node (temporal, window {window}) on {len(player.frames)} '
         f'frames at {cfg.trajectory_rate_hz:g} Hz; log {log_path}')
@@ -153,7 +168,7 @@ def trajectory_pass(node, cfg, spec: str, weights: str, out_dir: Path, log) -> d
         est.append(decode_pose(raw)[0])
         gt.append(gt_by_stamp[bag_stamp])
         frames.append(i)
-    out = {'model': model, 'window_size': window, 'weights': weights,
+    out = {'model': model, 'window_size': window, 'pose_source': pose_source, 'weights': weights,
            'frames_sent': len(index), 'frame_indices': frames,
            'poses_est': [T.tolist() for T in est], 'poses_gt': [T.tolist() for T in gt],
            **trajectory_errors(est, gt), 'node_command': cmd, 'node_log': str(log_path),

@@ -228,10 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--peak-steps', type=int, default=d.peak_steps)
     ap.add_argument('--warmup', type=int, default=d.warmup_frames)
     ap.add_argument('--no-accuracy', action='store_true')
-    ap.add_argument('--trajectory', nargs='+', default=[], metavar='MODEL[@WINDOW]',
+    ap.add_argument('--trajectory', nargs='+', default=[], metavar='MODEL[@WINDOW][:POSE]',
                     help='pair-node engines for the trajectory pass (temporal mode vs the bag '
                          "ground-truth poses), e.g. dust3r-tiny da3-anyview-tiny "
-                         'da3-anyview-tiny@3')
+                         'da3-anyview-tiny@3 da3-anyview-tiny:pnp (pose_source)')
     ap.add_argument('--trajectory-weights', nargs='+', default=[], metavar='MODEL=FILE',
                     help="weights per trajectory model ('rule-v1' for random tiny ones; "
                          'default: rule-v1 when --weights is rule-v1, else the node resolves)')

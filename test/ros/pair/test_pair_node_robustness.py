@@ -69,6 +69,11 @@ def test_lifecycle_cycles_gate_outputs_and_recover_from_errors():
             assert probe.change_state(node, 'configure') is False
             assert 'baseline_m' in proc.log_text()
             assert probe.set_params(node, {'baseline_m': 0.12})[0].successful
+            # a DUSt3R engine has no camera decoder: configure FAILURE naming it
+            assert probe.set_params(node, {'pose_source': 'camera_decoder'})[0].successful
+            assert probe.change_state(node, 'configure') is False
+            assert "pose_source='camera_decoder' needs a DA3 any-view engine" in proc.log_text()
+            assert probe.set_params(node, {'pose_source': 'pnp'})[0].successful
             assert probe.change_state(node, 'configure') is True
             # configure-time parameters are refused while configured
             res = probe.set_params(node, {'mode': 'temporal'})
