@@ -47,7 +47,8 @@ def stereo(launch_env, config, tiny_weights, probe):
         'image_topic': 'img', 'camera_info_topic': 'info', 'config': str(config),
         'model': 'dust3r-tiny', 'weights_path': tiny_weights['dust3r-tiny'],
         'backend': 'torch-cpu', 'device_id': '1', 'pose_source': 'pnp',
-        'scale_source': 'baseline', 'baseline_m': '0.12', 'autostart': 'true', 'use_sim_time': 'true'}, name='launch-pair-st')
+        'scale_source': 'baseline', 'baseline_m': '0.12', 'autostart': 'true',
+        'use_sim_time': 'true'}, name='launch-pair-st')
     try:
         yield run
     finally:

@@ -20,7 +20,6 @@ import numpy as np
 from pair_engines import make_T, pose_of, read_id, rot_y
 
 from support.ray_maps import pinhole_ray_map, ray_grid_shape
-
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.geometry.da3_preprocess import scale_intrinsics
 from tt_depth_ros.geometry.scene_render import default_scene, intrinsics, render

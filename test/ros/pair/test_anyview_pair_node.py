@@ -4,8 +4,8 @@ The double returns a perfect any-view network's outputs for the known scene (dep
 intrinsics, world-to-camera extrinsics in a world frame that is not camera 1, ray maps, relative
 units or NESTED metres); the node's real code converts them to its pose convention (from the
 camera decoder, or by PnP on the ray head's points with a decoder that is 5 deg off), scales,
-chains and publishes. Same gates as the DUSt3R geometry tests: rotation <= 0.1 deg, translation direction
-<= 1 %, metres from a baseline or from NESTED itself, a temporal chain with one unit.
+chains and publishes. Same gates as the DUSt3R geometry tests: rotation <= 0.1 deg, translation
+direction <= 1 %, metres from a baseline or from NESTED itself, a temporal chain with one unit.
 """
 import numpy as np
 import pytest

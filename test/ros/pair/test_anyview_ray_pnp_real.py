@@ -1,6 +1,7 @@
-"""`pose_source: pnp` with the real tiny any-view engine (rule-v1 + X1 weights): the pair pipeline's
-pose is the ray PnP of the engine's own two-view outputs, and an unusable ray map is a named
-failure that keeps view 1's cloud.
+"""`pose_source: pnp` with the real tiny any-view engine (rule-v1 + X1 weights).
+
+The pair pipeline's pose is the ray PnP of the engine's own two-view outputs, and an unusable ray
+map is a named failure that keeps view 1's cloud.
 
 The weights are synthetic, so the rays describe no real camera: what is checked is the wiring
 (views, intrinsics, thresholds, units) from the engine to the pose, not the pose's accuracy (the
