@@ -10,7 +10,9 @@ the depth's unit). The pose of camera 2 in camera 1 - the node's convention, x1 
 
     T_1<-2 = E_1 @ inv(E_2)            (4x4 forms of the extrinsics)
 
-so the network's world frame drops out. Points: each view's depth back-projected with its K on the
+so the network's world frame drops out (`pose_source` 'auto' / 'camera_decoder'). With 'pnp' it
+comes from the ray head instead, by one PnP-RANSAC per view on its ray points with the K below
+(geometry/ray_pnp.py); a failed solve is a failed pose, never the decoder's. Points: each view's depth back-projected with its K on the
 network grid (the CameraInfo K mapped to the grid when known, else the model's estimate), view 2
 moved into camera 1 with T_1<-2. Units: the any-view models' own relative unit (the node's
 `baseline` / `depth` scale sources make metres of it, as for DUSt3R); NESTED predicts metres
