@@ -12,12 +12,14 @@ the depth's unit). The pose of camera 2 in camera 1 - the node's convention, x1 
 
 so the network's world frame drops out (`pose_source` 'auto' / 'camera_decoder'). With 'pnp' it
 comes from the ray head instead, by one PnP-RANSAC per view on its ray points with the K below
-(geometry/ray_pnp.py); a failed solve is a failed pose, never the decoder's. Points: each view's depth back-projected with its K on the
-network grid (the CameraInfo K mapped to the grid when known, else the model's estimate), view 2
-moved into camera 1 with T_1<-2. Units: the any-view models' own relative unit (the node's
-`baseline` / `depth` scale sources make metres of it, as for DUSt3R); NESTED predicts metres
-(scale source 'model'). For NESTED with a known K the metres are re-focused like the depth node
-does (ros/depth_family.py): depth and translation times the mean over views of f_used / f_est.
+(geometry/ray_pnp.py); a failed solve is a failed pose, never the decoder's.
+
+Points: each view's depth back-projected with its K on the network grid (the CameraInfo K
+mapped to the grid when known, else the model's estimate), view 2 moved into camera 1 with
+T_1<-2. Units: the any-view models' own relative unit (the node's `baseline` / `depth` scale
+sources make metres of it, as for DUSt3R); NESTED predicts metres (scale source 'model'). For
+NESTED with a known K the metres are re-focused like the depth node does (ros/depth_family.py):
+depth and translation times the mean over views of f_used / f_est.
 Confidence: DA3's (>= 1), masked by the node's `conf_threshold` like DUSt3R's.
 """
 from __future__ import annotations
