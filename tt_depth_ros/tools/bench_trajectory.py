@@ -1,10 +1,10 @@
 """The benchmark's trajectory pass: the pair node (temporal mode) per engine vs the bag's GT poses.
 
-For each engine (e.g. DUSt3R and a DA3 any-view model; `model[@window_size][:pose_source]`,
-e.g. `da3-small:pnp` for the ray-head pose), the real
-pair node runs in its own process in temporal mode on the bag's camera; its `pose` outputs (the
-camera in the chain's odom-like frame) are matched by header stamp to `/camera/pose_gt` (the
-optical frame in `odom`). Errors, as usual for monocular VO whose scale and origin are unknown:
+For each engine (e.g. DUSt3R and a DA3 any-view model; `model[@window_size][:pose_source]`, e.g.
+`da3-small:pnp` for the ray-head pose), the real pair node runs in its own process in temporal
+mode on the bag's camera; its `pose` outputs (the camera in the chain's odom-like frame) are
+matched by header stamp to `/camera/pose_gt` (the optical frame in `odom`). Errors, as usual
+for monocular VO whose scale and origin are unknown:
 - ATE: RMSE of camera positions after a Sim(3) (Umeyama) alignment of the estimate to the ground
   truth, in ground-truth metres (and the fitted scale);
 - RPE: per consecutive estimated pose pair, the rotation error and the translation-direction
