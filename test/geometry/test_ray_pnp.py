@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.ray_maps import LENGTHS, pinhole_ray_map, ray_grid_shape
+from support.ray_maps import LENGTHS, cell_pixel_indices, pinhole_ray_map
 from tt_depth_ros.geometry.ray_pnp import ray_points, relative_pose_from_rays
 from tt_depth_ros.geometry.scene_render import camera_pose, default_scene, intrinsics, render
 from tt_depth_ros.geometry.se3 import R_from_quat, angle_deg, invert_T, make_T
@@ -33,9 +33,7 @@ def _views(length='paper', unit=1.0, depth_unit=None):
         _, depth = render(default_scene(), K, W, H, T_wc)
         sky = ~np.isfinite(depth)
         rays = pinhole_ray_map(K, (H, W), G @ T_wc, length=length, unit=unit, seed=i)
-        hr, wr = ray_grid_shape((H, W))
-        ys = ((np.arange(hr) + 0.5) * H / hr).astype(int)
-        xs = ((np.arange(wr) + 0.5) * W / wr).astype(int)
+        ys, xs = cell_pixel_indices((H, W))
         ray_conf = np.where(sky[ys][:, xs], 1.0, 8.0)
         out.append((rays, ray_conf, np.where(sky, 1e3, depth / depth_unit),
                     np.where(sky, 1.0, 8.0)))

@@ -19,6 +19,14 @@ def ray_grid_shape(net_hw) -> tuple[int, int]:
     return 8 * (int(net_hw[0]) // 14), 8 * (int(net_hw[1]) // 14)
 
 
+def cell_pixel_indices(net_hw) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the network pixel holding each ray cell's centre."""
+    h, w = (int(v) for v in net_hw)
+    hr, wr = ray_grid_shape(net_hw)
+    rows = ((np.arange(hr) + 0.5) * h / hr).astype(int)
+    return rows, ((np.arange(wr) + 0.5) * w / wr).astype(int)
+
+
 def pinhole_ray_map(K_net, net_hw, T_world_cam, *, length: str = 'paper', unit: float = 1.0,
                     seed: int = 0) -> np.ndarray:
     """(hr, wr, 6) float32 ray map of a pinhole camera at T_world_cam; lengths divided by `unit`."""

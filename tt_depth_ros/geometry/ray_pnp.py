@@ -31,6 +31,8 @@ world frame (the reference view the network picked, or any other frame) drops ou
 """
 from __future__ import annotations
 
+import dataclasses
+
 import cv2
 import numpy as np
 
@@ -123,10 +125,7 @@ def camera_pose_from_rays(ray: np.ndarray, ray_conf: np.ndarray, depth: np.ndarr
                                iterations=iterations, min_inliers=min_inliers,
                                min_inlier_ratio=min_inlier_ratio, focal_source=focal_source)
     if pose.success:
-        return PoseResult(True, R=pose.R, t=pose.t, inliers=pose.inliers,
-                          inlier_ratio=pose.inlier_ratio,
-                          reproj_error_px=pose.reproj_error_px * pixel,
-                          num_points=pose.num_points, focal_source=focal_source)
+        return dataclasses.replace(pose, reproj_error_px=pose.reproj_error_px * pixel)
     return pose
 
 
@@ -141,9 +140,7 @@ def relative_pose_from_rays(rays, ray_confs, depths, depth_confs, Ks_net, **pnp)
         pose = camera_pose_from_rays(rays[i], ray_confs[i], depths[i], depth_confs[i],
                                      Ks_net[i], **pnp)
         if not pose.success:
-            return PoseResult(False, f'view {i + 1} ray PnP: {pose.reason}',
-                              inliers=pose.inliers, inlier_ratio=pose.inlier_ratio,
-                              num_points=pose.num_points, focal_source=pose.focal_source)
+            return dataclasses.replace(pose, reason=f'view {i + 1} ray PnP: {pose.reason}')
         poses.append(pose)
     T = invert_T(poses[0].T) @ poses[1].T
     return PoseResult(True, R=T[:3, :3], t=T[:3, 3], inliers=min(p.inliers for p in poses),

@@ -19,7 +19,7 @@ import time
 import numpy as np
 from pair_engines import make_T, pose_of, read_id, rot_y
 
-from support.ray_maps import pinhole_ray_map, ray_grid_shape
+from support.ray_maps import cell_pixel_indices, pinhole_ray_map
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.geometry.da3_preprocess import scale_intrinsics
 from tt_depth_ros.geometry.scene_render import default_scene, intrinsics, render
@@ -63,9 +63,7 @@ class SceneAnyviewEngine(Engine):
         s = 1.0 if self.kind == 'nested' else float(rng.uniform(0.3, 3.0))
         depth, conf, ext, rays, ray_conf = [], [], [], [], []
         ray_unit = s * (NESTED_ANYVIEW_UNIT if self.kind == 'nested' else 1.0)
-        hr, wr = ray_grid_shape((h, w))
-        rows = ((np.arange(hr) + 0.5) * h / hr).astype(int)
-        cols = ((np.arange(wr) + 0.5) * w / wr).astype(int)
+        rows, cols = cell_pixel_indices((h, w))
         for i, fid in enumerate(ids):
             T_w_c = pose_of(self.mode, fid, i)
             _, d = render(default_scene(), K, w, h, T_w_c)
