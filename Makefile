@@ -10,7 +10,7 @@ env-kilted:
 	scripts/bootstrap.sh kilted
 
 demo: env
-	.venv/bin/python -m tt_depth_ros.tools.demo
+	.venv/bin/python -m tt_depth_ros.tools.demo.run
 
 lint: env
 	.venv/bin/ruff check .

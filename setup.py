@@ -25,12 +25,12 @@ setup(
         'console_scripts': [
             'depth_node = tt_depth_ros.ros.entry_points:depth_node',
             'pair_node = tt_depth_ros.ros.entry_points:pair_node',
-            'tt-depth = tt_depth_ros.tools.cli:main',
-            'tt-depth-sample-bag = tt_depth_ros.tools.sample_bag:main',
-            'tt-depth-replay = tt_depth_ros.tools.replay:main',
-            'tt-depth-record = tt_depth_ros.tools.record:main',
-            'tt-depth-benchmark = tt_depth_ros.tools.benchmark:main',
-            'tt-depth-demo = tt_depth_ros.tools.demo:main',
+            'tt-depth = tt_depth_ros.tools.cli.main:main',
+            'tt-depth-sample-bag = tt_depth_ros.tools.bag.sample:main',
+            'tt-depth-replay = tt_depth_ros.tools.bag.replay:main',
+            'tt-depth-record = tt_depth_ros.tools.bag.record:main',
+            'tt-depth-benchmark = tt_depth_ros.tools.bench.benchmark:main',
+            'tt-depth-demo = tt_depth_ros.tools.demo.run:main',
         ],
     },
 )

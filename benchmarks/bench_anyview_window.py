@@ -2,7 +2,7 @@
 """Temporal trajectory accuracy of the pair node's any-view path: window_size 2 vs N.
 
 Not a test: it prints figures. The synthetic sequence is the ray-cast corridor walk of
-geometry/scene_render.py (the one the pair-node tests use); frames go through the pair node's own
+tools/eval/scene_render.py (the one the pair-node tests use); frames go through the pair node's own
 pipeline (ros/anyview_pair.AnyviewPairPipeline) and keyframe chain (geometry/keyframes.py) with the
 same per-frame steps as `PairNode._process_temporal`, once per window size, and the resulting
 trajectory is compared with the ground truth: ATE RMSE after the best single scale (the any-view
@@ -29,19 +29,19 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tt_depth_ros.geometry.accuracy import (  # noqa: E402
+from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy  # noqa: E402
+from tt_depth_ros.pipelines.pair_anyview import AnyviewPairPipeline  # noqa: E402
+from tt_depth_ros.pipelines.pair_dust3r import PairSettings  # noqa: E402
+from tt_depth_ros.tools.eval.accuracy import (  # noqa: E402
     rotation_error_deg,
     translation_direction_error_deg,
 )
-from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy  # noqa: E402
-from tt_depth_ros.geometry.scene_render import (  # noqa: E402
+from tt_depth_ros.tools.eval.scene_render import (  # noqa: E402
     default_scene,
     default_trajectory,
     intrinsics,
     render,
 )
-from tt_depth_ros.ros.anyview_pair import AnyviewPairPipeline  # noqa: E402
-from tt_depth_ros.ros.pair_pipeline import PairSettings  # noqa: E402
 
 
 def build(model: str, weights: str | None, views: int):

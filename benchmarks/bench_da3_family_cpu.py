@@ -35,7 +35,7 @@ def build(name: str):
     """Model with rule-v1 + X1 weights written parameter by parameter (no second copy)."""
     import torch
 
-    from tt_depth_ros.engines.da3 import NESTED
+    from tt_depth_ros.engines.torch.da3 import NESTED
     from tt_depth_ros.models.da3.checkpoint import AUX_LN_ALIASES
     from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS, CONFIGS
     from tt_depth_ros.models.da3.model import DA3Model
@@ -83,7 +83,7 @@ def main() -> int:
     import cv2
     import torch
 
-    from tt_depth_ros.engines.torch_engine import parse_dtype, tune_cpu_malloc
+    from tt_depth_ros.engines.torch.engine import parse_dtype, tune_cpu_malloc
     from tt_depth_ros.geometry.da3_preprocess import normalize
 
     torch.set_num_threads(a.threads)

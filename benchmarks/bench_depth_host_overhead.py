@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / 'test' / 'ros' / 'nodes')]
 
-from tt_depth_ros.ros.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402
 
 apply_loopback_env()
 import numpy as np  # noqa: E402
@@ -24,9 +24,9 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from tt_depth_ros.ros.camera_info import camera_geometry, camera_info_for  # noqa: E402
-from tt_depth_ros.ros.depth_msgs import fill_image_data  # noqa: E402
-from tt_depth_ros.ros.depth_node import DepthNode  # noqa: E402
+from tt_depth_ros.ros.depth.node import DepthNode  # noqa: E402
+from tt_depth_ros.ros.msgs.camera_info import camera_geometry, camera_info_for  # noqa: E402
+from tt_depth_ros.ros.msgs.depth import fill_image_data  # noqa: E402
 
 
 def run(points: bool, frames: int, sky_rows: int = 0) -> dict:

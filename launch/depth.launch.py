@@ -24,9 +24,13 @@ PARAMETER_ARGS = ('model', 'weights_path', 'backend', 'device_id', 'input_transp
 
 
 def _node(context):
-    from tt_depth_ros.ros.depth_node import DEPTH_PARAMS
-    from tt_depth_ros.ros.launch_overrides import given_overrides, spec_types, write_params_file
-    from tt_depth_ros.ros.perception_node import COMMON_PARAMS
+    from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
+    from tt_depth_ros.ros.runtime.launch_overrides import (
+        given_overrides,
+        spec_types,
+        write_params_file,
+    )
+    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)

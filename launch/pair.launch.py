@@ -28,9 +28,13 @@ def _under(base: str, topic: str) -> str:
 
 
 def _node(context):
-    from tt_depth_ros.ros.launch_overrides import given_overrides, spec_types, write_params_file
-    from tt_depth_ros.ros.pair_params import PAIR_PARAMS
-    from tt_depth_ros.ros.perception_node import COMMON_PARAMS
+    from tt_depth_ros.ros.pair.params import PAIR_PARAMS
+    from tt_depth_ros.ros.runtime.launch_overrides import (
+        given_overrides,
+        spec_types,
+        write_params_file,
+    )
+    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)

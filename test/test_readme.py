@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tt_depth_ros.ros import depth_node, pair_node
+from tt_depth_ros.ros.depth import node as depth_node
+from tt_depth_ros.ros.pair import node as pair_node
 
 README = Path(__file__).resolve().parents[1] / 'README.md'
 LAUNCH_DIR = README.parent / 'launch'

@@ -8,13 +8,14 @@ import pytest
 
 from support.da3_fixtures import DATA, tiny_state_dict, write_safetensors
 from support.procs import python_cmd
-from tt_depth_ros.tools.cli import build_parser
+from tt_depth_ros.tools.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args, timeout=120):
-    return subprocess.run(python_cmd('tt_depth_ros.tools.cli', *args), cwd=ROOT, timeout=timeout,
+    return subprocess.run(python_cmd('tt_depth_ros.tools.cli.main', *args),
+                          cwd=ROOT, timeout=timeout,
                           capture_output=True, text=True)
 
 
@@ -116,7 +117,7 @@ def test_predict_relative_models_and_licence_flag(tmp_path, anyview_weights):
     r = _run('predict', img, '--model', 'da3-small', '--formats', 'ply', '--out', str(tmp_path))
     assert r.returncode == 1 and 'relative depth' in r.stderr
     env = {k: v for k, v in os.environ.items() if k != 'TT_DEPTH_ACCEPT_NC_LICENSE'}
-    args = python_cmd('tt_depth_ros.tools.cli', 'predict', img, '--model', 'da3-large-1.1',
+    args = python_cmd('tt_depth_ros.tools.cli.main', 'predict', img, '--model', 'da3-large-1.1',
                       '--weights', str(anyview_weights), '--backend', 'torch-cpu',
                       '--out', str(tmp_path))
     r = subprocess.run(args, cwd=ROOT, timeout=120, capture_output=True, text=True, env=env)

@@ -34,7 +34,7 @@ def test_engine_matches_golden_from_uint8(engine):
 
 @pytest.mark.parametrize('size', ['518x518', '280x504'])
 def test_fast_and_reference_paths_match_golden(size):
-    from tt_depth_ros.engines.da3 import build_torch_engine
+    from tt_depth_ros.engines.torch.da3 import build_torch_engine
     g = golden(f'tiny_{size}.npz')
     img = load_png_rgb(f'tiny_{size}.png')
     for fast in (True, False):

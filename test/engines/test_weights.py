@@ -156,7 +156,7 @@ def test_cached_weights_reach_the_engine(tmp_path, tiny_file, pinned, no_downloa
 # DA3 family table (engines/da3_family_weights.py) and the non-commercial licence opt-in
 # ---------------------------------------------------------------------------------------------
 def test_family_table_is_registered_with_licences():
-    import tt_depth_ros.engines.da3  # noqa: F401  (registers the family)
+    import tt_depth_ros.engines.torch.da3  # noqa: F401  (registers the family)
     from tt_depth_ros.engines.da3_family_weights import FAMILY
 
     for name, m in FAMILY.items():
@@ -168,7 +168,7 @@ def test_family_table_is_registered_with_licences():
 
 
 def test_family_without_pin_needs_a_revision(tmp_path):
-    import tt_depth_ros.engines.da3  # noqa: F401
+    import tt_depth_ros.engines.torch.da3  # noqa: F401
 
     with pytest.raises(WeightsUnavailableError, match='revision='):
         resolve_weights('da3-small', cache_dir=tmp_path, offline=False)

@@ -4,8 +4,13 @@ import math
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry import accuracy as acc
-from tt_depth_ros.geometry.scene_render import default_scene, default_trajectory, intrinsics, render
+from tt_depth_ros.tools.eval import accuracy as acc
+from tt_depth_ros.tools.eval.scene_render import (
+    default_scene,
+    default_trajectory,
+    intrinsics,
+    render,
+)
 
 
 @pytest.fixture(scope='module')

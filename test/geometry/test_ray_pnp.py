@@ -11,8 +11,8 @@ import pytest
 
 from support.ray_maps import LENGTHS, cell_pixel_indices, pinhole_ray_map
 from tt_depth_ros.geometry.ray_pnp import ray_points, relative_pose_from_rays
-from tt_depth_ros.geometry.scene_render import camera_pose, default_scene, intrinsics, render
 from tt_depth_ros.geometry.se3 import R_from_quat, angle_deg, invert_T, make_T
+from tt_depth_ros.tools.eval.scene_render import camera_pose, default_scene, intrinsics, render
 
 H, W = 168, 224                       # network grid (12 x 16 patches); rays 96 x 128
 K = intrinsics(W, H, 70.0)

@@ -21,7 +21,7 @@ from tt_depth_ros.geometry.rectify import (
     pixel_rays,
     valid_on_grid,
 )
-from tt_depth_ros.geometry.scene_render import camera_pose, default_scene, render
+from tt_depth_ros.tools.eval.scene_render import camera_pose, default_scene, render
 
 W, H = 160, 120
 K = np.array([[95.0, 0.0, 80.5], [0.0, 94.0, 59.0], [0.0, 0.0, 1.0]])

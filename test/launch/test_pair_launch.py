@@ -16,9 +16,9 @@ from std_msgs.msg import Header
 
 from support.dust3r_data import pair_u8
 from support.procs import ROOT, wait_for
-from tt_depth_ros.geometry.scene_render import intrinsics
-from tt_depth_ros.ros.camera_info import camera_info_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
+from tt_depth_ros.ros.msgs.camera_info import camera_info_for
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
+from tt_depth_ros.tools.eval.scene_render import intrinsics
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
 H, W = 80, 112

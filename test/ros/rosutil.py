@@ -35,8 +35,8 @@ def child_env() -> dict:
 
 
 def depth_node_cmd(ns: str, params: dict, name: str = 'depth_node') -> list[str]:
-    """`python -m tt_depth_ros.ros.depth_node --ros-args ...` in namespace `ns`."""
-    return ros_node_cmd('tt_depth_ros.ros.depth_node', ns, params, name)
+    """`python -m tt_depth_ros.ros.depth.node --ros-args ...` in namespace `ns`."""
+    return ros_node_cmd('tt_depth_ros.ros.depth.node', ns, params, name)
 
 
 def node_script(name: str) -> Path:

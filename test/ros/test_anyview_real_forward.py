@@ -16,8 +16,8 @@ from std_msgs.msg import Header
 from support.da3_fixtures import anyview_state_dict, write_safetensors
 from support.procs import ros_node_cmd, spawn, wait_for
 from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth, rgb_image_msg
-from tt_depth_ros.ros.pose_msgs import T_from_pose_msg
+from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.msgs.pose import T_from_pose_msg
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
 W, H, RES = 160, 120, 112
@@ -68,7 +68,7 @@ def test_tiny_anyview_depth_and_pair_nodes(tmp_path):
         probe.subscribe(Image, '/avr_p/depth_unscaled', RELIABLE)
         img = probe.publisher(Image, '/avr_d/image', RELIABLE)
         cams = [probe.publisher(Image, f'/avr_p/camera{i}/image', RELIABLE) for i in (1, 2)]
-        pair_cmd = ros_node_cmd('tt_depth_ros.ros.pair_node', '/avr_p', pair_params,
+        pair_cmd = ros_node_cmd('tt_depth_ros.ros.pair.node', '/avr_p', pair_params,
                                 'pair_node')
         with spawn(depth_node_cmd('/avr_d', depth_params), env=child_env(),
                    name='avr-depth') as pd, \

@@ -1,7 +1,7 @@
 """ros/camera_info_sync.CameraInfoStore: exact / nearest / latest matching, counters, time jumps."""
 import threading
 
-from tt_depth_ros.ros.camera_info_sync import CameraInfoStore
+from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore
 
 S = 1_000_000_000
 

@@ -19,9 +19,9 @@ from std_msgs.msg import Header
 
 from support.procs import spawn, wait_for
 from tt_depth_ros.geometry.da3_preprocess import network_size
-from tt_depth_ros.ros.camera_info import camera_info_for
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth, rgb_image_msg
-from tt_depth_ros.ros.diagnostics import status_values
+from tt_depth_ros.ros.msgs.camera_info import camera_info_for
+from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.runtime.diagnostics import status_values
 
 pytestmark = pytest.mark.ros
 NS, NODE = '/cis', '/cis/depth_node'

@@ -14,19 +14,19 @@ from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import Header
 
 from tt_depth_ros.geometry.depth_cloud import organized_points
-from tt_depth_ros.ros.camera_info import (
+from tt_depth_ros.ros.msgs.camera_info import (
     CameraInfoError,
     camera_info_for,
     intrinsics_from_camera_info,
 )
-from tt_depth_ros.ros.cloud_msg import CloudBuffer, depth_cloud_msg, pointcloud2_msg
-from tt_depth_ros.ros.depth_msgs import (
+from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg, pointcloud2_msg
+from tt_depth_ros.ros.msgs.depth import (
     depth_image_msg,
     image_msg_to_depth,
     no_copy_kwargs,
     rgb_image_msg,
 )
-from tt_depth_ros.ros.image_codec import ImageDecodeError, compressed_to_rgb, image_msg_to_rgb
+from tt_depth_ros.ros.msgs.image_codec import ImageDecodeError, compressed_to_rgb, image_msg_to_rgb
 
 pytestmark = pytest.mark.ros
 RNG = np.random.default_rng(0)

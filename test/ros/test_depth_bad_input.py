@@ -17,9 +17,9 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header
 
 from support.procs import spawn, wait_for
-from tt_depth_ros.ros.camera_info import camera_info_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
-from tt_depth_ros.ros.diagnostics import status_values
+from tt_depth_ros.ros.msgs.camera_info import camera_info_for
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
+from tt_depth_ros.ros.runtime.diagnostics import status_values
 
 pytestmark = pytest.mark.ros
 W, H = 160, 120

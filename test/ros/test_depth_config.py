@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tt_depth_ros.ros.depth_node import DEPTH_PARAMS
-from tt_depth_ros.ros.perception_node import COMMON_PARAMS
+from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
+from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_ONLY = {'engine_plugin', 'engine_plugin_args'}

@@ -1,7 +1,7 @@
 """End to end with the real tiny DA3 on torch-cpu, three processes besides this one.
 
 camera simulator (bgr8 Image + a CameraInfo calibrated at twice the image resolution) -> depth node
-(`python -m tt_depth_ros.ros.depth_node`, da3metric-tiny, rule-v1 weights file, torch-cpu,
+(`python -m tt_depth_ros.ros.depth.node`, da3metric-tiny, rule-v1 weights file, torch-cpu,
 autostart) -> checker (shapes, headers, encodings, CameraInfo scaled to the image, organized cloud
 layout, and depth equal to `DepthPredictor` on the same frame with the same weights).
 """

@@ -17,7 +17,7 @@ from std_msgs.msg import Header
 
 from support.procs import spawn, wait_for
 from tt_depth_ros.geometry.da3_preprocess import network_size
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
 
 pytestmark = pytest.mark.ros
 NS, NODE = '/geo', '/geo/depth_node'

@@ -14,8 +14,8 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from support.procs import spawn, stop, wait_for
-from tt_depth_ros.ros.camera_info import camera_info_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
+from tt_depth_ros.ros.msgs.camera_info import camera_info_for
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
 pytestmark = pytest.mark.ros
 NS, NODE = '/lc', '/lc/depth_node'

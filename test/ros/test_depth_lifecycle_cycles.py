@@ -16,7 +16,7 @@ from rosutil import KNOWN_ENGINE, NODES_DIR
 from std_msgs.msg import Header
 
 from support.procs import wait_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
 pytestmark = pytest.mark.ros
 OK = TransitionCallbackReturn.SUCCESS
@@ -28,7 +28,7 @@ def _fds() -> int:
 
 def test_fifty_cycles_no_leaks(monkeypatch):
     monkeypatch.syspath_prepend(str(NODES_DIR))
-    from tt_depth_ros.ros.depth_node import DepthNode
+    from tt_depth_ros.ros.depth.node import DepthNode
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = DepthNode('cycle_node', context=ctx, parameter_overrides=[

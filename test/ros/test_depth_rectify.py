@@ -36,9 +36,9 @@ from std_msgs.msg import Header
 
 from support.procs import spawn, wait_for
 from tt_depth_ros.geometry.rectify import pixel_rays
-from tt_depth_ros.geometry.scene_render import camera_pose, default_scene, render
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth, rgb_image_msg
-from tt_depth_ros.ros.diagnostics import status_values
+from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.runtime.diagnostics import status_values
+from tt_depth_ros.tools.eval.scene_render import camera_pose, default_scene, render
 
 sys.path.insert(0, str(NODES_DIR))
 from depth_code_engine import encode_depth  # noqa: E402  (the engine double's image code)

@@ -2,8 +2,8 @@
 import threading
 import time
 
-from tt_depth_ros.ros.mailbox import LatestFrameMailbox
-from tt_depth_ros.ros.worker import FrameWorker
+from tt_depth_ros.ros.runtime.mailbox import LatestFrameMailbox
+from tt_depth_ros.ros.runtime.worker import FrameWorker
 
 
 def test_latest_wins_and_drops_counted():

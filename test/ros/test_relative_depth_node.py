@@ -18,8 +18,8 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
 
 from support.procs import spawn, wait_for
-from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth, rgb_image_msg
-from tt_depth_ros.ros.diagnostics import status_values
+from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.runtime.diagnostics import status_values
 
 pytestmark = pytest.mark.ros
 
@@ -271,7 +271,7 @@ def test_camera_height_from_tf(probe):
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from tf2_msgs.msg import TFMessage
 
-    from tt_depth_ros.ros.pose_msgs import transform_stamped_msg
+    from tt_depth_ros.ros.msgs.pose import transform_stamped_msg
 
     node = Node(probe, '/rel_tf', {'depth_relative': Image, 'depth': Image})
     params = _params('anyview', scale_source='camera_height',

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tt_depth_ros.geometry.ground_plane import camera_height_scale, fit_ground_plane
-from tt_depth_ros.ros.depth_family import DepthFamily
-from tt_depth_ros.ros.relative_scale import RelativeScaleSettings, relative_scale
+from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings, relative_scale
+from tt_depth_ros.ros.depth.relative_outputs import DepthFamily
 
 
 def _floor_and_wall(pitch_deg, height=1.6, wall=10.0, h=120, w=160, f=120.0, unit=3.0):

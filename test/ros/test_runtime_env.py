@@ -18,8 +18,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from support.procs import proc_environ, python_cmd, spawn, wait_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
-from tt_depth_ros.ros.loopback import domain_id_for, loopback_profile_path
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
+from tt_depth_ros.ros.runtime.loopback import domain_id_for, loopback_profile_path
 
 pytestmark = pytest.mark.ros
 ROS_KEYS = ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION', 'ROS_AUTOMATIC_DISCOVERY_RANGE',
@@ -104,16 +104,16 @@ def test_node_started_without_a_domain_keeps_none_and_is_in_domain_0(tmp_path, m
 @pytest.mark.parametrize('tool', ['replay', 'record'])
 def test_tools_use_the_given_environment_unless_asked_for_loopback(tool, tmp_path):
     """Default: no ROS_DOMAIN_ID stays none; --loopback picks the per-run domain and confines."""
-    from tt_depth_ros.tools import sample_bag
+    from tt_depth_ros.tools.bag import sample as sample_bag
     bag = tmp_path / 'bag'
     sample_bag.generate(bag, sample_bag.SampleBagConfig(frames=2))
     env = _user_env(tmp_path, None)
 
     def cmd(*extra):
         if tool == 'replay':
-            return python_cmd('tt_depth_ros.tools.replay', str(bag), '--max-frames', '1',
+            return python_cmd('tt_depth_ros.tools.bag.replay', str(bag), '--max-frames', '1',
                               '--rate-hz', '20', *extra)
-        return python_cmd('tt_depth_ros.tools.record', str(tmp_path / f'rec{len(extra)}'),
+        return python_cmd('tt_depth_ros.tools.bag.record', str(tmp_path / f'rec{len(extra)}'),
                           '--duration', '0.5', '--topic', '/x:std_msgs/msg/String', *extra)
 
     with spawn(cmd(), env=env, unset=('ROS_DOMAIN_ID',), name=f'{tool}-default') as proc:

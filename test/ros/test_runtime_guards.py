@@ -22,9 +22,9 @@ from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
 
 from support.procs import rss_mb, spawn, wait_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
-from tt_depth_ros.ros.diagnostics import status_values
-from tt_depth_ros.ros.image_codec import ImageDecodeError, compressed_image_size
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
+from tt_depth_ros.ros.msgs.image_codec import ImageDecodeError, compressed_image_size
+from tt_depth_ros.ros.runtime.diagnostics import status_values
 
 pytestmark = pytest.mark.ros
 

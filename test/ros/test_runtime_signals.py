@@ -2,7 +2,7 @@
 
 `ros2 launch` Ctrl-C delivers bursts (the terminal signals the process group, launch forwards its
 own SIGINT, then escalates to SIGTERM after 5 s). Every case runs the real depth node entry point
-(`python -m tt_depth_ros.ros.depth_node`) in its own process: 100 randomised bursts of 2-6
+(`python -m tt_depth_ros.ros.depth.node`) in its own process: 100 randomised bursts of 2-6
 SIGINT/SIGTERM with 0-1 s gaps (half of them near-simultaneous; a burst ends early once the process
 is gone) against the node with the known-depth engine double (fast startup),
 a few against the real tiny DA3 on torch-cpu (signals land in torch import, weight loading,
@@ -29,7 +29,7 @@ from std_msgs.msg import Header
 
 from support.da3_fixtures import tiny_state_dict, write_safetensors
 from support.procs import catches_signal, spawn, stop, wait_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
 pytestmark = pytest.mark.ros
 BURSTS_DOUBLE, BURSTS_TORCH, PARALLEL = 100, 4, 4

@@ -12,7 +12,7 @@ import pytest
 from rosutil import child_env, node_script
 
 from support.procs import spawn, wait_for
-from tt_depth_ros.ros.loopback import loopback_profile_path
+from tt_depth_ros.ros.runtime.loopback import loopback_profile_path
 
 pytestmark = pytest.mark.ros
 COUNT = 20

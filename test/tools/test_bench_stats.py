@@ -4,8 +4,9 @@ import math
 
 import pytest
 
-from tt_depth_ros.tools import bench_plots, bench_report
-from tt_depth_ros.tools import bench_stats as st
+from tt_depth_ros.tools.bench import plots as bench_plots
+from tt_depth_ros.tools.bench import report as bench_report
+from tt_depth_ros.tools.bench import stats as st
 
 MS = 1_000_000
 
@@ -97,7 +98,7 @@ def test_stereo_pose_accuracy_from_serialized_poses():
     from rclpy.serialization import serialize_message
 
     from tt_depth_ros.geometry.se3 import quat_from_R
-    from tt_depth_ros.tools.bench_session import stereo_pose_accuracy
+    from tt_depth_ros.tools.bench.session import stereo_pose_accuracy
 
     def pose(t, yaw_deg):
         a = np.radians(yaw_deg)

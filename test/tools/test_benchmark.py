@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from support.procs import ROOT, python_cmd, spawn
-from tt_depth_ros.geometry import scene_render
-from tt_depth_ros.tools import bench_stats as st
-from tt_depth_ros.tools import bench_trajectory as bt
-from tt_depth_ros.tools import sample_bag
-from tt_depth_ros.tools.bag_io import bag_sha256
+from tt_depth_ros.tools.bag import sample as sample_bag
+from tt_depth_ros.tools.bag.io import bag_sha256
+from tt_depth_ros.tools.bench import stats as st
+from tt_depth_ros.tools.bench import trajectory as bt
+from tt_depth_ros.tools.eval import scene_render
 
 pytestmark = pytest.mark.ros
 W, H = 112, 84          # multiples of 14: the GT test runs the network at camera size
@@ -34,7 +34,7 @@ def bag(tmp_path_factory):
 
 def _bench(args, name, timeout=240):
     env = {'PYTHONPATH': f'{Path(__file__).parent}:{ROOT}'}
-    with spawn(python_cmd('tt_depth_ros.tools.benchmark', *args), env=env, timeout=30,
+    with spawn(python_cmd('tt_depth_ros.tools.bench.benchmark', *args), env=env, timeout=30,
                name=name) as proc:
         proc.wait(timeout)
         log = proc.log_text()

@@ -18,7 +18,7 @@ def test_demo_quick_offline(tmp_path, monkeypatch):
     monkeypatch.delenv('WEIGHTS', raising=False)
     monkeypatch.delenv('PAIR_WEIGHTS', raising=False)
     env = {'HF_HUB_OFFLINE': '1', 'HF_HUB_CACHE': str(tmp_path / 'empty_cache')}
-    with spawn(python_cmd('tt_depth_ros.tools.demo', '--out', str(out), '--quick', '--offline'),
+    with spawn(python_cmd('tt_depth_ros.tools.demo.run', '--out', str(out), '--quick', '--offline'),
                env=env, timeout=30, name='demo') as proc:
         proc.wait(600)
         log = proc.log_text()

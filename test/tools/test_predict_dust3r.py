@@ -8,7 +8,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from support.dust3r_data import DATA, tiny_state_dict
-from tt_depth_ros.tools.cli import main
+from tt_depth_ros.tools.cli.main import main
 
 
 @pytest.fixture(scope='module')

@@ -4,8 +4,10 @@ import pytest
 from rosbags.rosbag2 import Reader
 
 from support.procs import python_cmd, spawn, wait_for
-from tt_depth_ros.tools import bag_io, replay, sample_bag
-from tt_depth_ros.tools.record import parse_topic_specs
+from tt_depth_ros.tools.bag import io as bag_io
+from tt_depth_ros.tools.bag import replay
+from tt_depth_ros.tools.bag import sample as sample_bag
+from tt_depth_ros.tools.bag.record import parse_topic_specs
 
 FRAMES, LOOPS, RATE_HZ = 10, 3, 20.0
 
@@ -65,13 +67,13 @@ def _recorded(path):
 def test_round_trip_bytes_rate_remap_loops_clock(bag, tmp_path):
     out = tmp_path / 'recorded'
     count = FRAMES * LOOPS
-    rec_cmd = python_cmd('tt_depth_ros.tools.record', str(out), '--loopback', '--count',
+    rec_cmd = python_cmd('tt_depth_ros.tools.bag.record', str(out), '--loopback', '--count',
                          str(count), '--duration', '30', '--topic',
                          '/camera/image_raw:sensor_msgs/msg/Image',
                          '/cam/info:sensor_msgs/msg/CameraInfo',
                          '/camera/pose_gt:geometry_msgs/msg/PoseStamped',
                          '/clock:rosgraph_msgs/msg/Clock')
-    play_cmd = python_cmd('tt_depth_ros.tools.replay', str(bag), '--loopback', '--rate-hz',
+    play_cmd = python_cmd('tt_depth_ros.tools.bag.replay', str(bag), '--loopback', '--rate-hz',
                           str(RATE_HZ),
                           '--loops', str(LOOPS), '--clock', '--wait-subscribers', '1', '--wait-all',
                           '--remap', '/camera/camera_info:=/cam/info',

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 
-from tt_depth_ros.geometry import scene_render as sr
-from tt_depth_ros.tools import sample_bag as sb
+from tt_depth_ros.tools.bag import sample as sb
+from tt_depth_ros.tools.eval import scene_render as sr
 
 CFG = sb.SampleBagConfig(width=80, height=60, frames=4, baseline_m=0.2)
 

@@ -1,6 +1,6 @@
 """Published weights and licences of the DA3 family beyond DA3METRIC/MONO-LARGE.
 
-A separate table (merged into `engines/weights.REGISTRY` by `register()`, which engines/da3.py
+A separate table (merged into `engines/weights.REGISTRY` by `register()`, which engines/torch/da3.py
 calls on import) so the registry module itself stays untouched.
 
 Pins: no network to the Hugging Face hub was available when these entries were written, so no

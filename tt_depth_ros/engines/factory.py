@@ -1,8 +1,9 @@
 """`build_engine`: one entry point from a model name and a backend request to a ready Engine.
 
 Model families are builder modules with `build_torch_engine(model, *, device, dtype, weights,
-revision, config, state_dict, cuda_graphs, logger) -> Engine`: `engines/da3.py` (DA3) and
-`engines/dust3r.py` (DUSt3R, its own owner). The ttnn backend is the package `engines/ttnn/` with
+revision, config, state_dict, cuda_graphs, logger) -> Engine`: `engines/torch/da3.py` (DA3) and
+`engines/torch/dust3r.py` (DUSt3R, its own owner). The ttnn backend is the package `engines/ttnn/`
+with
 `build_ttnn_engine(model, *, device_id, dtype, weights, revision, config, state_dict, logger)`;
 `select.py` reports it unavailable until that package exists and a device is present.
 Builder modules are imported lazily, so importing this module pulls in no model code.
@@ -21,14 +22,14 @@ from tt_depth_ros.engines.cancel import CancelToken
 from tt_depth_ros.engines.select import BackendUnavailableError, select_backend
 
 FAMILIES = {
-    'da3metric-large': 'tt_depth_ros.engines.da3',
-    'da3mono-large': 'tt_depth_ros.engines.da3',
-    'da3metric-tiny': 'tt_depth_ros.engines.da3',
-    **{m: 'tt_depth_ros.engines.da3' for m in (
+    'da3metric-large': 'tt_depth_ros.engines.torch.da3',
+    'da3mono-large': 'tt_depth_ros.engines.torch.da3',
+    'da3metric-tiny': 'tt_depth_ros.engines.torch.da3',
+    **{m: 'tt_depth_ros.engines.torch.da3' for m in (
         'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1', 'da3nested-giant-large-1.1',
         'da3-anyview-tiny')},
-    'dust3r-vitl-512-dpt': 'tt_depth_ros.engines.dust3r',
-    'dust3r-tiny': 'tt_depth_ros.engines.dust3r',
+    'dust3r-vitl-512-dpt': 'tt_depth_ros.engines.torch.dust3r',
+    'dust3r-tiny': 'tt_depth_ros.engines.torch.dust3r',
 }
 """Model name -> builder module."""
 TORCH_ONLY = ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1',
@@ -61,7 +62,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         cuda_graphs: torch-cuda only: capture CUDA graphs per shape (default True on CUDA).
         accept_license: DA3 family: opt-in for CC-BY-NC-4.0 checkpoints (None: the
             TT_DEPTH_ACCEPT_NC_LICENSE environment variable; engines/da3_family_weights.py).
-        num_views: DA3 any-view / NESTED: views per forward (engines/da3.py; None = 1).
+        num_views: DA3 any-view / NESTED: views per forward (engines/torch/da3.py; None = 1).
         cancel: Checked between build steps; a cancelled build raises BuildCancelled.
 
     Returns:
@@ -96,7 +97,7 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         engine.close()
         cancel.check('after the engine build (engine closed)')
     if chosen != 'ttnn':
-        from tt_depth_ros.engines.torch_engine import release_free_memory
+        from tt_depth_ros.engines.torch.engine import release_free_memory
         release_free_memory()
     return engine
 

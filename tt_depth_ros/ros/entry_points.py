@@ -8,20 +8,20 @@ cleanly with exit 0 (the node is created, skips autostart and shuts down at once
 """
 from __future__ import annotations
 
-from tt_depth_ros.ros.signal_latch import SignalLatch
+from tt_depth_ros.ros.runtime.signal_latch import SignalLatch
 
 
 def depth_node() -> int:
     """`depth_node`: the depth node with its signal latch installed before the heavy imports."""
     latch = SignalLatch()
-    from tt_depth_ros.ros.depth_node import DepthNode
-    from tt_depth_ros.ros.node_runner import run_lifecycle_node
+    from tt_depth_ros.ros.depth.node import DepthNode
+    from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
     return run_lifecycle_node(DepthNode, latch=latch)
 
 
 def pair_node() -> int:
     """`pair_node`: the pair node with its signal latch installed before the heavy imports."""
     latch = SignalLatch()
-    from tt_depth_ros.ros.node_runner import run_lifecycle_node
-    from tt_depth_ros.ros.pair_node import PairNode
+    from tt_depth_ros.ros.pair.node import PairNode
+    from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
     return run_lifecycle_node(PairNode, latch=latch)

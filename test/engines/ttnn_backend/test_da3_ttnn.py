@@ -53,7 +53,7 @@ def test_tiny_parity_every_golden_size(ttnn, da3_tiny_sd, case):
 
 def test_control_torch_bf16(da3_tiny_sd):
     """The control: our torch model with the whole network in bf16, same fixture."""
-    from tt_depth_ros.engines.da3 import build_model
+    from tt_depth_ros.engines.torch.da3 import build_model
     g = np.load(DATA / 'da3' / 'tiny_280x504.npz')
     m = build_model('da3metric-tiny', state_dict=da3_tiny_sd).to(torch.bfloat16)
     with torch.no_grad():

@@ -1,6 +1,6 @@
 """The depth node end to end with `backend: ttnn` on the CPU stand-in (test-only injection).
 
-camera simulator -> `python -m tt_depth_ros.ros.depth_node` whose engine comes from the test-only
+camera simulator -> `python -m tt_depth_ros.ros.depth.node` whose engine comes from the test-only
 plugin `support.ttnn_standin.plugin:build_engine` (stand-in as `ttnn`, then the production
 factory/select/ttnn engine with backend='ttnn') -> this process checks the published depth against
 the torch-cpu DepthPredictor on the same frame (bf16-level agreement: PCC).
@@ -28,7 +28,7 @@ def test_depth_node_with_ttnn_backend_on_standin(tmp_path):
     import cv2
 
     from tt_depth_ros.api import DepthPredictor
-    from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
+    from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
     weights = write_safetensors(tiny_state_dict(), tmp_path / 'da3metric_tiny.safetensors')
     png = str(DATA / 'preproc_640x480.png')
     plugin_args = json.dumps({'model': 'da3metric-tiny', 'weights': str(weights),

@@ -35,7 +35,7 @@ def da3_large():
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(large_key_shapes()).items()}
     g = np.load(DA3_DATA / 'large_280x504.npz')
     ref = g['depth'][0]
-    from tt_depth_ros.engines.da3 import build_model
+    from tt_depth_ros.engines.torch.da3 import build_model
     net = build_model('da3metric-large', state_dict=sd).to(torch.bfloat16)
     with torch.no_grad():
         ctl = net(torch.from_numpy(g['input']).to(torch.bfloat16))['depth'][0].float().numpy()

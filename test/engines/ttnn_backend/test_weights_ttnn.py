@@ -2,7 +2,7 @@
 
 One registry (engines/weights.REGISTRY) holds every published-weights pin without import side
 effects, so `build_engine('dust3r-vitl-512-dpt', backend='ttnn')` reaches the pinned hub
-revision although the ttnn build never imports engines/dust3r.py; a `.pth` training checkpoint
+revision although the ttnn build never imports engines/torch/dust3r.py; a `.pth` training checkpoint
 (with its argparse.Namespace `args`) loads through the same weights_only reader.
 """
 import argparse
@@ -24,8 +24,8 @@ DATA = Path(__file__).resolve().parents[2] / 'data' / 'dust3r'
 
 def test_registry_has_every_pin_without_importing_the_engines():
     code = ('import sys, tt_depth_ros.engines.weights as W; '
-            "print(sorted(W.REGISTRY), 'tt_depth_ros.engines.dust3r' in sys.modules, "
-            "'tt_depth_ros.engines.da3' in sys.modules)")
+            "print(sorted(W.REGISTRY), 'tt_depth_ros.engines.torch.dust3r' in sys.modules, "
+            "'tt_depth_ros.engines.torch.da3' in sys.modules)")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True).stdout
     assert "'dust3r-vitl-512-dpt'" in out and "'da3metric-large'" in out
@@ -36,7 +36,7 @@ def test_ttnn_dust3r_default_weights_resolve_to_the_pinned_revision(ttnn, monkey
                                                                    tmp_path):
     monkeypatch.setenv('HF_HUB_CACHE', str(tmp_path / 'hub'))
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
-    sys.modules.pop('tt_depth_ros.engines.dust3r', None)     # the ttnn build must not need it
+    sys.modules.pop('tt_depth_ros.engines.torch.dust3r', None)     # the ttnn build must not need it
     with pytest.raises(WeightsUnavailableError) as e:
         build_engine('dust3r-vitl-512-dpt', backend='ttnn')
     from tt_depth_ros.engines.weights import REGISTRY

@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-from tt_depth_ros.ros.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402
 
 apply_loopback_env()
 import cv2  # noqa: E402
@@ -19,7 +19,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from tt_depth_ros.ros.depth_msgs import fill_image_data  # noqa: E402
+from tt_depth_ros.ros.msgs.depth import fill_image_data  # noqa: E402
 
 FRAME_ID = 'sim_camera_optical_frame'
 

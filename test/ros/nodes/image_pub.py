@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-from tt_depth_ros.ros.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402
 
 apply_loopback_env()
 import numpy as np  # noqa: E402
@@ -18,7 +18,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg  # noqa: E402
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg  # noqa: E402
 
 ENV_KEYS = ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE',
             'FASTRTPS_DEFAULT_PROFILES_FILE', 'ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',

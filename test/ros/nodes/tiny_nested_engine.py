@@ -22,7 +22,7 @@ def tiny_nested_engine(backend: str = 'torch-cpu'):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # test/ (support package)
-    from tt_depth_ros.engines.da3 import NESTED, build_torch_engine
+    from tt_depth_ros.engines.torch.da3 import NESTED, build_torch_engine
     from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
 
     assert backend == 'torch-cpu'

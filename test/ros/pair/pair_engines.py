@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
-from tt_depth_ros.geometry.scene_render import (
+from tt_depth_ros.tools.eval.scene_render import (
     R_WORLD_OPTICAL_LEVEL,
     camera_pose,
     default_scene,

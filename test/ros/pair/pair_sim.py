@@ -20,9 +20,9 @@ from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
 from support.procs import pythonpath_env, ros_node_cmd, wait_for
-from tt_depth_ros.ros.camera_info import camera_info_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
-from tt_depth_ros.ros.diagnostics import status_values
+from tt_depth_ros.ros.msgs.camera_info import camera_info_for
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
+from tt_depth_ros.ros.runtime.diagnostics import status_values
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENE_ENGINE = 'pair_engines:SceneDust3rEngine'
@@ -35,7 +35,7 @@ def child_env() -> dict:
 
 
 def pair_node_cmd(ns: str, params: dict, name: str = 'pair_node') -> list[str]:
-    return ros_node_cmd('tt_depth_ros.ros.pair_node', ns, params, name)
+    return ros_node_cmd('tt_depth_ros.ros.pair.node', ns, params, name)
 
 
 def stamp(t_ns: int) -> Time:

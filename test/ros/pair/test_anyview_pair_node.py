@@ -15,8 +15,8 @@ from test_pair_node_geometry import direction_error
 
 from support.procs import spawn
 from tt_depth_ros.geometry.se3 import angle_deg
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
-from tt_depth_ros.ros.pose_msgs import T_from_pose_msg, T_from_transform_msg
+from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
+from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 MS = 1_000_000

@@ -13,8 +13,8 @@ from pair_engines import ID_BLOCK, SceneDust3rEngine, render_view
 
 from tt_depth_ros.geometry.grid_to_camera import grid_to_camera
 from tt_depth_ros.geometry.rectify import build_rectifier
-from tt_depth_ros.ros.pair_outputs import drop_borders
-from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
+from tt_depth_ros.pipelines.pair_dust3r import PairPipeline, PairSettings
+from tt_depth_ros.ros.pair.outputs import drop_borders
 
 pytestmark = pytest.mark.ros
 W, H, SHIFT = 160, 120, 6.3

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import yaml
 
-from tt_depth_ros.ros.pair_node import PairNode
-from tt_depth_ros.ros.pair_params import PAIR_PARAMS
-from tt_depth_ros.ros.perception_node import COMMON_PARAMS
+from tt_depth_ros.ros.pair.node import PairNode
+from tt_depth_ros.ros.pair.params import PAIR_PARAMS
+from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = {s.name: s for s in COMMON_PARAMS + PAIR_PARAMS}

@@ -16,8 +16,8 @@ from pair_engines import render_view
 from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, stamp, t_ns
 from std_msgs.msg import Header
 
-from tt_depth_ros.ros.camera_info import camera_info_for
-from tt_depth_ros.ros.depth_msgs import rgb_image_msg
+from tt_depth_ros.ros.msgs.camera_info import camera_info_for
+from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(150)]
 MS = 1_000_000

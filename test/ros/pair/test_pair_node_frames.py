@@ -21,10 +21,10 @@ from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo
 
 from support.procs import spawn, wait_for
-from tt_depth_ros.geometry.scene_render import default_scene, intrinsics, render
 from tt_depth_ros.geometry.se3 import angle_deg
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
-from tt_depth_ros.ros.pose_msgs import T_from_pose_msg
+from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
+from tt_depth_ros.ros.msgs.pose import T_from_pose_msg
+from tt_depth_ros.tools.eval.scene_render import default_scene, intrinsics, render
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(150)]
 MS = 1_000_000

@@ -14,8 +14,8 @@ from std_msgs.msg import Header
 
 from support.procs import spawn
 from tt_depth_ros.geometry.se3 import angle_deg
-from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth
-from tt_depth_ros.ros.pose_msgs import T_from_pose_msg, T_from_transform_msg
+from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth
+from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 MS = 1_000_000

@@ -27,10 +27,10 @@ from std_msgs.msg import Header
 
 from support.procs import spawn
 from tt_depth_ros.geometry.rectify import pixel_rays
-from tt_depth_ros.geometry.scene_render import default_scene, intrinsics, render
 from tt_depth_ros.geometry.se3 import angle_deg
-from tt_depth_ros.ros.depth_msgs import depth_image_msg, image_msg_to_depth, rgb_image_msg
-from tt_depth_ros.ros.pose_msgs import T_from_pose_msg
+from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.msgs.pose import T_from_pose_msg
+from tt_depth_ros.tools.eval.scene_render import default_scene, intrinsics, render
 
 sys.path.insert(0, str(NODES_DIR))
 from depth_code_engine import encode_depth  # noqa: E402

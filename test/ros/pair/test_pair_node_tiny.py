@@ -10,8 +10,8 @@ from pair_sim import TINY_ENGINE, PairProbe, child_env, pair_node_cmd, t_ns
 
 from support.dust3r_data import pair_u8
 from support.procs import spawn
-from tt_depth_ros.geometry.scene_render import intrinsics
-from tt_depth_ros.ros.depth_msgs import image_msg_to_depth
+from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
+from tt_depth_ros.tools.eval.scene_render import intrinsics
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 MS = 1_000_000
@@ -59,7 +59,7 @@ def test_stereo_tiny_model_topics_frames_shapes_headers():
         # the same images through the same pipeline in this process
         from pair_engines import tiny_dust3r_engine
 
-        from tt_depth_ros.ros.pair_pipeline import PairPipeline, PairSettings
+        from tt_depth_ros.pipelines.pair_dust3r import PairPipeline, PairSettings
         settings = PairSettings(network_size=112, conf_threshold=1.0, pnp_min_inliers=4,
                                 pnp_min_inlier_ratio=0.0)
         expect = PairPipeline(tiny_dust3r_engine(), settings).run(img1, img2, K, K).depth1(1.0)

@@ -1,11 +1,11 @@
-"""Approximate-time pairing (ros/pairing.py): jitter, drops, one camera silent, stamps backwards."""
+"""Approximate-time pairing (ros/pair/pairing.py): jitter, drops, silence, stamps backwards."""
 import random
 import threading
 from types import SimpleNamespace
 
 import pytest
 
-from tt_depth_ros.ros.pairing import NS_PER_S, ApproxTimePairer, stamp_to_ns
+from tt_depth_ros.ros.pair.pairing import NS_PER_S, ApproxTimePairer, stamp_to_ns
 
 MS = 1_000_000
 

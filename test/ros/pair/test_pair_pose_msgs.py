@@ -1,10 +1,10 @@
-"""Pose messages (ros/pose_msgs.py) and SE(3) helpers: round trips, frames, stamps, validation."""
+"""Pose messages (ros/msgs/pose.py) and SE(3) helpers: round trips, frames, stamps, validation."""
 import numpy as np
 import pytest
 from builtin_interfaces.msg import Time
 
 from tt_depth_ros.geometry.se3 import R_from_quat, angle_deg, invert_T, make_T, quat_from_R
-from tt_depth_ros.ros.pose_msgs import (
+from tt_depth_ros.ros.msgs.pose import (
     T_from_pose_msg,
     T_from_transform_msg,
     path_msg,

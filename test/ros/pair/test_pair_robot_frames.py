@@ -17,9 +17,9 @@ from tf2_msgs.msg import TFMessage
 
 from support.procs import spawn
 from tt_depth_ros.geometry.se3 import angle_deg
-from tt_depth_ros.ros.depth_msgs import depth_image_msg
-from tt_depth_ros.ros.pose_msgs import T_from_pose_msg, T_from_transform_msg, tf_message
-from tt_depth_ros.ros.tf_qos import TF_STATIC_QOS
+from tt_depth_ros.ros.msgs.depth import depth_image_msg
+from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg, tf_message
+from tt_depth_ros.ros.runtime.tf_qos import TF_STATIC_QOS
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(150)]
 MS = 1_000_000

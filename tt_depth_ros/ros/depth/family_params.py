@@ -1,0 +1,45 @@
+"""Depth-node parameters for the DA3 models beyond the metric ones (ros/depth/relative_outputs.py).
+
+Appended to the depth node's table (ros/depth/node.py); `config/depth.yaml` mirrors the defaults.
+"""
+from __future__ import annotations
+
+from tt_depth_ros.ros.runtime.params import ParamSpec
+
+FOCAL_SOURCES = ('auto', 'camera_info', 'estimated')
+RELATIVE_SCALE_SOURCES = ('none', 'depth', 'camera_height')
+
+FAMILY_DEPTH_PARAMS = (
+    ParamSpec('focal_source', 'auto', "Intrinsics of models that estimate a camera (any-view, "
+              "NESTED): 'auto' = the CameraInfo once a valid one arrived, else the model's "
+              "estimate; 'camera_info' = CameraInfo only (camera_info_mode applies); 'estimated' "
+              '= always the estimate (published on camera_info_estimated either way).',
+              choices=FOCAL_SOURCES, runtime=True),
+    ParamSpec('scale_source', 'none', "Relative-depth models only: 'none' publishes "
+              "depth_relative/points_relative (model units) and nothing on depth; 'depth' "
+              "scales by the median ratio to a metric image on 'metric_depth' with the same "
+              "stamp; 'camera_height' by fitting the ground plane (camera_height_m).",
+              choices=RELATIVE_SCALE_SOURCES),
+    ParamSpec('metric_depth_wait_s', 0.5, "scale_source=depth: how long the worker waits for "
+              'the metric depth image with the frame stamp, seconds.', float_range=(0.0, 10.0),
+              runtime=True),
+    ParamSpec('min_scale_support', 20, 'scale_source=depth: fewest valid pixels for a scale.',
+              int_range=(1, 1 << 24), runtime=True),
+    ParamSpec('camera_height_m', 0.0, 'scale_source=camera_height: height of the optical centre '
+              'above the flat ground, metres (> 0).', float_range=(0.0, 1e3), runtime=True),
+    ParamSpec('camera_height_frame', '', "camera_height: ground frame (z up, ground at z = 0, "
+              "e.g. 'base_footprint') whose TF to the image's frame_id gives the height; '' = "
+              'camera_height_m.'),
+    ParamSpec('ground_max_tilt_deg', 35.0, 'camera_height: largest angle between the ground '
+              "normal and the camera's up axis (-y optical); covers the camera's pitch and roll.",
+              float_range=(1.0, 89.0), runtime=True),
+    ParamSpec('ground_tolerance', 0.05, 'camera_height: inlier band around the plane as a '
+              'fraction of its distance from the camera.', float_range=(1e-4, 1.0),
+              runtime=True),
+    ParamSpec('ground_min_inlier_ratio', 0.15, 'camera_height: smallest fraction of valid '
+              'pixels on the plane; fewer = ground not visible, no scale for the frame.',
+              float_range=(0.0, 1.0), runtime=True),
+    ParamSpec('min_confidence', 0.0, 'Models with a confidence map: points (and the scale fit) '
+              'drop pixels whose confidence is below this; 0 keeps all (any-view confidence '
+              'is >= 1).', float_range=(0.0, 1e6), runtime=True),
+)

@@ -1,0 +1,223 @@
+"""Depth node: camera Image + CameraInfo in; metric depth, its CameraInfo and a cloud out.
+
+One frame (docs/design.md §2): the executor validates the message and puts it in the latest-frame
+mailbox; the worker decodes it to RGB, takes intrinsics from the CameraInfo of its stamp (P with
+binning/ROI, scaled explicitly to the image size), resizes to the network grid exactly as upstream
+DA3 does, runs the engine, scales raw depth to metres with the focal AT NETWORK RESOLUTION, marks
+sky (+Inf) and out-of-range depth, optionally resamples to camera resolution, and publishes
+`depth` (32FC1 m / 16UC1 mm), `depth/camera_info` (same size as the depth image), `points`
+(organized, depth_image_proc layout) and optionally `depth/colorized`, all with the input header.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+
+from tt_depth_ros.geometry.colorize import colorize_depth
+from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
+from tt_depth_ros.geometry.depth_postprocess import finish_depth
+from tt_depth_ros.geometry.metric_depth import SKY_MODES, default_intrinsics
+from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
+from tt_depth_ros.ros.depth.relative_outputs import DepthFamily
+from tt_depth_ros.ros.msgs.camera_info import camera_info_for
+from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg
+from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
+from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS, PerceptionLifecycleNode
+from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
+from tt_depth_ros.ros.runtime.params import ParamSpec
+from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
+
+DEPTH_PARAMS = (
+    ParamSpec('process_res', 504, 'Long side of the network input (upstream upper-bound resize, '
+              'snapped to multiples of 14).', int_range=(14, 4096)),
+    ParamSpec('network_height', 0, 'Fixed network input height (multiple of 14, with '
+              'network_width); 0 = from process_res.', int_range=(0, 4096)),
+    ParamSpec('network_width', 0, 'Fixed network input width (multiple of 14); 0 = auto.',
+              int_range=(0, 4096)),
+    ParamSpec('expected_width', 0, 'Camera width to prepare the engine for at configure; 0 = '
+              'prepare on the first frame.', int_range=(0, 16384)),
+    ParamSpec('expected_height', 0, 'Camera height to prepare at configure; 0 = first frame.',
+              int_range=(0, 16384)),
+    ParamSpec('output_resolution', 'camera', "'camera' resamples depth to the input size; "
+              "'network' publishes the network grid (CameraInfo scaled to match).",
+              choices=('camera', 'network'), runtime=True),
+    ParamSpec('sky_mode', 'inf', "Sky pixels: 'inf' (+Inf, REP 117 no return), 'nan' "
+              "(invalid) or 'keep' (predicted depth).", choices=SKY_MODES, runtime=True),
+    ParamSpec('sky_threshold', 0.3, 'Sky score at or above which a pixel is sky (upstream 0.3).',
+              float_range=(0.0, 100.0), runtime=True),
+    ParamSpec('max_depth_m', 0.0, 'Depth beyond this becomes +Inf; 0 = no limit.',
+              float_range=(0.0, 1e6), runtime=True),
+    ParamSpec('depth_encoding', '32FC1', "'32FC1' metres (NaN invalid, +Inf no return) or "
+              "'16UC1' millimetres (0 invalid).", choices=('32FC1', '16UC1'), runtime=True),
+    ParamSpec('points_enable', True, 'Publish the organized PointCloud2 on points.',
+              runtime=True),
+    ParamSpec('points_format', 'xyz', "'xyz' (point_step 16) or 'xyzrgb' (rgb at 16, step 32).",
+              choices=('xyz', 'xyzrgb'), runtime=True),
+    ParamSpec('points_decimation', 1, 'Keep every n-th row and column (cloud stays organized).',
+              int_range=(1, 64), runtime=True),
+    ParamSpec('points_max_range_m', 0.0, 'Points beyond this range become NaN; 0 = no limit.',
+              float_range=(0.0, 1e6), runtime=True),
+    ParamSpec('colorized_enable', False, 'Publish an rgb8 turbo preview on depth/colorized.',
+              runtime=True),
+    ParamSpec('colorized_max_m', 0.0, 'Far end of the preview colour scale; 0 = per frame.',
+              float_range=(0.0, 1e6), runtime=True),
+) + FAMILY_DEPTH_PARAMS
+
+
+class DepthNode(PerceptionLifecycleNode):
+    """Monocular metric depth (DA3) as a lifecycle node; see the module docstring."""
+
+    def __init__(self, node_name: str = 'depth_node', **kwargs) -> None:
+        """Declare parameters; nothing heavy happens before configure."""
+        self._pub_depth = self._pub_info = self._pub_points = self._pub_color = None
+        self._net_cache: dict[tuple[int, int], tuple[int, int]] = {}
+        self._cloud_buffer = CloudBuffer()     # the worker publishes each cloud at once
+        self.family: DepthFamily | None = None  # any-view / NESTED / mono
+        super().__init__(node_name, **kwargs)
+
+    def node_param_specs(self) -> list[ParamSpec]:
+        """Depth-specific parameters (see README)."""
+        return list(DEPTH_PARAMS)
+
+    def validate(self) -> list[str]:
+        """Fixed network size must be both-or-neither and multiples of 14."""
+        nh, nw = self.p['network_height'], self.p['network_width']
+        errors = []
+        if (nh == 0) != (nw == 0):
+            errors.append('network_height and network_width must both be 0 or both be set')
+        elif nh and (nh % 14 or nw % 14):
+            errors.append(f'network size {nh}x{nw} must be multiples of 14')
+        if bool(self.p['expected_width']) != bool(self.p['expected_height']):
+            errors.append('expected_width and expected_height must both be 0 or both be set')
+        return errors
+
+    def net_hw(self, width: int, height: int) -> tuple[int, int]:
+        """Network (H, W) for a camera size (cached)."""
+        key = (width, height)
+        if key not in self._net_cache:
+            fixed = (self.p['network_height'], self.p['network_width'])
+            self._net_cache[key] = network_size(width, height, self.p['process_res'],
+                                                fixed if fixed[0] else None)
+        return self._net_cache[key]
+
+    def expected_shapes(self) -> list[tuple[int, int]]:
+        """Network shape for expected_width x expected_height, if given.
+
+        Also picks the handler of non-metric DA3 kinds (relative depth never goes on `depth`).
+        """
+        self.family = None
+        self.family = DepthFamily.for_node(self)
+        self._net_cache.clear()
+        w, h = self.p['expected_width'], self.p['expected_height']
+        return [self.net_hw(w, h)] if w and h else []
+
+    def create_outputs(self) -> None:
+        """Lifecycle publishers: depth, depth/camera_info, points, depth/colorized."""
+        if self.family is not None:
+            self.family.create_outputs(self.add_publisher)
+            return
+        self._pub_depth = self.add_publisher(Image, 'depth')
+        self._pub_info = self.add_publisher(CameraInfo, 'depth/camera_info')
+        self._pub_points = self.add_publisher(PointCloud2, 'points')
+        self._pub_color = self.add_publisher(Image, 'depth/colorized')
+
+    def create_inputs(self) -> None:
+        """Subscriptions: image (or image/compressed) and camera_info."""
+        self.camera_info_sub = self.subscribe_camera_info('camera_info', 'camera')
+        self.subscribe_image('image', self._on_image)
+        if self.family is not None:
+            self.family.create_inputs()
+
+    def _on_image(self, msg) -> None:
+        self.stats.on_input()
+        if self.precheck_image(msg, 'image'):
+            self.offer(msg)
+
+    def process(self, msg) -> None:
+        """Worker: one frame from message to published depth, CameraInfo and cloud."""
+        t = [time.perf_counter()]
+        rgb = self.decode_image(msg, 'image')
+        if rgb is None:
+            return
+        height, width = rgb.shape[:2]
+        try:
+            net = self.net_hw(width, height)
+        except ValueError as exc:
+            self.reject('size', str(exc))
+            return
+        if self.family is not None:
+            self.family.process(msg, rgb, net)
+            return
+        found = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
+        if found is None:
+            return
+        rgb, K_img, tx, border = found
+        if K_img is None:   # default_focal mode: DA3's assumed focal at network resolution
+            K_img = scale_intrinsics(default_intrinsics(net[1], net[0]), (net[1], net[0]),
+                                     (width, height))
+        t.append(time.perf_counter())
+        self.ensure_prepared(net)
+        img_net = resize_to_network(rgb, net, self.p['process_res'])
+        t.append(time.perf_counter())
+        out = self.engine.infer(img_net)
+        t.append(time.perf_counter())
+        K_net = scale_intrinsics(K_img, (width, height), (net[1], net[0]))
+        to_camera = self.p['output_resolution'] == 'camera'
+        raw = out['depth'] if border is None else border.mark_invalid(out['depth'])
+        depth = finish_depth(raw, out.get('sky'), K_net,
+                             sky_threshold=self.p['sky_threshold'], sky_mode=self.p['sky_mode'],
+                             max_depth_m=self.p['max_depth_m'],
+                             out_hw=(height, width) if to_camera else None)
+        if border is not None:   # rectified pixels from outside the source: invalid (NaN)
+            depth = border.mark_invalid(depth)
+        if to_camera:
+            K_out, color = K_img, rgb
+        else:
+            K_out, color = K_net, img_net
+            tx = tx * K_net[0, 0] / K_img[0, 0]
+        t.append(time.perf_counter())
+        self.publish_outputs(msg.header, depth, K_out, tx, color)
+        t.append(time.perf_counter())
+        stages = dict(zip(('decode', 'resize', 'infer', 'postprocess', 'publish'),
+                          np.diff(t)))
+        stages.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
+        now = self.get_clock().now().nanoseconds
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        self.stats.on_output((now - stamp) / 1e9, stages)
+
+    def publish_outputs(self, header, depth: np.ndarray, K: np.ndarray, tx: float,
+                        color: np.ndarray) -> None:
+        """Build and publish every enabled output with the input header."""
+        h, w = depth.shape
+        self._pub_depth.publish(depth_image_msg(depth, header, self.p['depth_encoding']))
+        self._pub_info.publish(camera_info_for(K, w, h, header, tx=tx))
+        if self.p['points_enable'] and self._pub_points.get_subscription_count() > 0:
+            rgb = color if self.p['points_format'] == 'xyzrgb' else None
+            max_r = self.p['points_max_range_m'] or None
+            self._pub_points.publish(depth_cloud_msg(depth, K, header, rgb,
+                                                     self.p['points_decimation'], max_r,
+                                                     buffer=self._cloud_buffer))
+        if self.p['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
+            preview = colorize_depth(depth, None, self.p['colorized_max_m'] or None)
+            self._pub_color.publish(rgb_image_msg(preview, header))
+
+
+    def diagnostics_extra(self) -> dict:
+        """Model kind, focal and scale figures for the DA3 family handler."""
+        return self.family.diagnostics() if self.family is not None else {}
+
+
+def params_markdown() -> str:
+    """The depth node's parameter table in Markdown (README material)."""
+    return _params_markdown(COMMON_PARAMS + DEPTH_PARAMS)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script `depth_node`: start, auto-activate (autostart), spin until SIGINT/SIGTERM."""
+    return run_lifecycle_node(DepthNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

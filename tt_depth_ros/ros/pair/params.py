@@ -1,0 +1,89 @@
+"""Parameters of the pair node (ros/pair/node.py): one table, declared with descriptors and ranges.
+
+The common ones (model, backend, QoS, camera_info_mode, autostart, ...) come from the shared
+PerceptionLifecycleNode base; these are the pair node's own. `config/pair.yaml` mirrors the
+defaults (a test keeps them in step).
+"""
+from __future__ import annotations
+
+from tt_depth_ros.geometry.scale import SOURCES
+from tt_depth_ros.ros.runtime.params import ParamSpec
+
+DUST3R_MODELS = ('dust3r-vitl-512-dpt', 'dust3r-tiny')
+
+PAIR_PARAMS = (
+    ParamSpec('mode', 'stereo', "'stereo' (two cameras, paired by stamp) or 'temporal' (one "
+              'camera against keyframes).', choices=('stereo', 'temporal')),
+    ParamSpec('network_size', 512, 'Long side of the DUSt3R input (multiple of 16; 512 for the '
+              'released checkpoint); DA3 any-view models: process_res (snapped to 14s).',
+              int_range=(64, 2048)),
+    ParamSpec('preprocess_mode', 'crop', "'crop' (upstream centre crop) or 'pad' (letterbox).",
+              choices=('crop', 'pad')),
+    ParamSpec('expected_width', 0, 'Camera width to prepare the engine for at configure; 0 = '
+              'first frame.', int_range=(0, 16384)),
+    ParamSpec('expected_height', 0, 'Camera height to prepare at configure; 0 = first frame.',
+              int_range=(0, 16384)),
+    ParamSpec('pair_tolerance_s', 0.01, 'Stereo: largest stamp difference of one pair, seconds.',
+              float_range=(0.0, 10.0)),
+    ParamSpec('pair_queue_size', 5, 'Stereo: frames kept per camera while waiting for a partner.',
+              int_range=(1, 100)),
+    ParamSpec('conf_threshold', 3.0, 'Confidence above which a pixel is used (DUSt3R upstream 3; '
+              'DA3 confidence is >= 1 too).',
+              float_range=(1.0, 1e6), runtime=True),
+    ParamSpec('pnp_reproj_px', 5.0, 'RANSAC inlier threshold, network pixels (upstream 5).',
+              float_range=(0.1, 100.0)),
+    ParamSpec('pnp_iterations', 100, 'RANSAC iterations (upstream 100).', int_range=(1, 100000)),
+    ParamSpec('pnp_min_inliers', 50, 'Fewer PnP inliers: no pose, no TF for that pair.',
+              int_range=(4, 1 << 24)),
+    ParamSpec('pnp_min_inlier_ratio', 0.1, 'Smaller inlier fraction: no pose, no TF.',
+              float_range=(0.0, 1.0)),
+    ParamSpec('pose_source', 'auto', "Camera-2 pose: 'auto' = DUSt3R: PnP on its pointmap, DA3 "
+              "any-view: the camera decoder; 'camera_decoder' (DA3 any-view only); 'pnp' = "
+              'DA3 any-view: PnP-RANSAC on the ray head\'s points with the CameraInfo K (the '
+              'pnp_* parameters apply).', choices=('auto', 'camera_decoder', 'pnp')),
+    ParamSpec('scale_source', 'none', "'none' (DUSt3R units), 'baseline' (stereo: "
+              "baseline_m / |t|) or 'depth' (median ratio to metric_depth of the reference view).",
+              choices=SOURCES),
+    ParamSpec('baseline_m', 0.0, 'Stereo baseline in metres (scale_source=baseline).',
+              float_range=(0.0, 1e3)),
+    ParamSpec('metric_depth_wait_s', 0.5, "scale_source=depth: how long the worker waits for the "
+              'metric depth image with the reference stamp.', float_range=(0.0, 10.0)),
+    ParamSpec('publish_unscaled_depth', False, 'Without a metric scale, publish DUSt3R-unit depth '
+              "on 'depth_unscaled' (never on 'depth').", runtime=True),
+    ParamSpec('output_resolution', 'camera', "'camera': depth, depth2 and confidence at the "
+              'camera image size (NaN where the network crop saw nothing; CameraInfo of the '
+              "camera); 'network': the network grid (CameraInfo mapped to it).",
+              choices=('camera', 'network'), runtime=True),
+    ParamSpec('publish_depth2', False, "Stereo: also publish camera 2's depth on 'depth2'.",
+              runtime=True),
+    ParamSpec('publish_confidence', False, "Publish the DUSt3R confidence (32FC1, >= 1) on "
+              "'confidence'.", runtime=True),
+    ParamSpec('publish_tf', 'auto', "/tf (tf2 QoS): 'auto' = only poses in metres (a metric "
+              "scale_source; REP 103), 'always' = also unscaled poses, to the child frame "
+              "'<child>_unscaled', 'never'.", choices=('auto', 'always', 'never'),
+              runtime=True),
+    ParamSpec('tf_parent_frame', '', "TF/pose parent; '' = camera 1's frame_id (stereo) or "
+              "'dust3r_odom' (temporal).", runtime=True),
+    ParamSpec('tf_child_frame', '', "TF child; '' = <camera frame_id>_dust3r (a new frame, so "
+              'no existing frame gets a second parent).', runtime=True),
+    ParamSpec('robot_base_frame', '', "Temporal: publish odom_frame -> this frame (e.g. "
+              "'base_link', REP 105) from the camera mounting on /tf_static and /tf instead of "
+              "the camera trajectory; needs scale_source='depth' (metres). '' = off."),
+    ParamSpec('odom_frame', 'odom', 'Temporal with robot_base_frame: the odom frame name '
+              '(fixed at the base pose of the first keyframe).'),
+    ParamSpec('publish_extrinsic_static', False, 'Stereo: also publish the measured camera-2 '
+              'pose (metres only) on /tf_static, same frame names as the TF, whenever it moves '
+              'by more than 1 mm or 0.05 deg.', runtime=True),
+    ParamSpec('publish_path', False, "Temporal: publish the trajectory on 'path'.", runtime=True),
+    ParamSpec('path_max_poses', 1000, 'Longest published path (oldest poses dropped).',
+              int_range=(1, 1000000), runtime=True),
+    ParamSpec('keyframe_every_n', 10, 'Temporal: new keyframe after this many frames (0 = off).',
+              int_range=(0, 1000000)),
+    ParamSpec('keyframe_max_rotation_deg', 15.0, 'Temporal: new keyframe beyond this rotation.',
+              float_range=(0.0, 180.0)),
+    ParamSpec('window_size', 2, 'Temporal, DA3 any-view models: views per forward = the frame, '
+              'the current keyframe and up to window_size - 2 earlier keyframes (2 = pairs).',
+              int_range=(2, 16)),
+    ParamSpec('keyframe_max_translation', 0.0, 'Temporal: new keyframe beyond this translation '
+              '(trajectory units; 0 = off).', float_range=(0.0, 1e6)),
+)

@@ -1,0 +1,5 @@
+"""What every node shares: lifecycle base, inputs, CameraInfo sync, worker, params, QoS, TF.
+
+May import: rclpy and the message packages, ros.msgs, pipelines, geometry. Never torch, never the
+node packages (ros.depth, ros.pair) or tools.
+"""

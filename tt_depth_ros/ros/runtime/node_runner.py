@@ -1,0 +1,136 @@
+"""Process entry point shared by the lifecycle nodes: signals, autostart, bounded shutdown.
+
+The node runs in the ROS environment it is given: nothing here sets or changes ROS_DOMAIN_ID,
+RMW_IMPLEMENTATION, discovery or DDS profile variables.
+
+Threads: the executor spins in its own thread, where every lifecycle transition runs (autostart's
+configure/activate too, so the main thread only waits for signals, see
+ros/runtime/signal_latch.py). On
+SIGINT/SIGTERM the main thread cancels a configure in progress (the engine build stops at its next
+checkpoint), stops the executor thread (waiting at most CONFIGURE_ABORT_S for a transition that
+cannot be interrupted, then exiting without it: the process exit releases memory and device, and
+nothing is closed under a running build), runs the shutdown transition (worker joined for at most
+WORKER_JOIN_S; an engine still inside `infer` is not closed under it) and only then
+`rclpy.shutdown()`. Further signals are absorbed; the process exits 0 within SHUTDOWN_BUDGET_S,
+enforced by a watchdog.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from tt_depth_ros.ros.runtime.signal_latch import SignalLatch
+
+CONFIGURE_ABORT_S = 1.5   # longest wait for a transition in progress after the signal
+WORKER_JOIN_S = 1.5       # longest wait for an in-flight inference at shutdown
+SHUTDOWN_BUDGET_S = 4.0   # signal -> exit, whatever happens (launch escalates after 5 s)
+
+
+def _hard_exit(code: int) -> None:
+    """Exit now, skipping interpreter teardown (threads may still be inside C++ code)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def run_lifecycle_node(node_factory, args: list[str] | None = None,
+                       latch: SignalLatch | None = None) -> int:
+    """Create the node, autostart it when its `autostart` parameter is true, spin until a signal.
+
+    Args:
+        node_factory: callable(**node kwargs) returning a PerceptionLifecycleNode.
+        args: command line (default sys.argv), `--ros-args ...` included.
+        latch: handlers installed earlier by the caller (ros/entry_points.py: before the node
+            module's imports); None installs them here, before rclpy.
+
+    Returns:
+        Process exit code (0 on a signal-initiated shutdown).
+    """
+    if latch is None:   # before rclpy: a signal during startup is kept, never lost
+        latch = SignalLatch()
+
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=sys.argv if args is None else args,
+               signal_handler_options=SignalHandlerOptions.NO)
+    node = node_factory()
+    log = node.get_logger()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    stopping = threading.Event()   # set by the main thread only, never by a signal handler
+
+    def spin() -> None:
+        if node.p.get('autostart') and latch.first is None:
+            _autostart(node, stopping)
+        # spin_once in a loop: an exception escaping a callback (Jazzy raises one in the
+        # change_state service for an invalid transition) must not end the node's spinning.
+        while not stopping.is_set():
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except ExternalShutdownException:
+                break
+            except Exception as exc:  # noqa: BLE001 - logged; the node keeps serving
+                if not stopping.is_set():
+                    log.error(f'a callback raised {type(exc).__name__}: {exc} '
+                              '(e.g. an invalid lifecycle transition); continuing')
+
+    spin_thread = threading.Thread(target=spin, name='executor', daemon=True)
+    spin_thread.start()
+    while not latch.wait(0.5) and spin_thread.is_alive():
+        pass
+    watchdog = threading.Timer(SHUTDOWN_BUDGET_S, _watchdog_exit, (log,))
+    watchdog.daemon = True
+    watchdog.start()
+    log.info(f'{latch.name or "executor stopped"}: shutting down')
+    node.abort_configure()
+    stopping.set()
+    spin_thread.join(CONFIGURE_ABORT_S)
+    if spin_thread.is_alive():
+        log.warning(f'a lifecycle transition (configure: download, weight loading, compile or '
+                    f'trace) did not stop within {CONFIGURE_ABORT_S} s of the signal; exiting '
+                    'without waiting for it (the process exit releases its memory and device; '
+                    'nothing is closed under it)')
+        _hard_exit(0)
+    executor.shutdown(timeout_sec=1.0)
+    node.worker_join_s = WORKER_JOIN_S
+    try:
+        node.trigger_shutdown()   # from any state: worker joined, engine closed
+    except Exception as exc:  # noqa: BLE001 - e.g. already finalized
+        log.info(f'shutdown transition skipped: {exc}')
+    stuck = node.worker_stuck
+    node.destroy_node()
+    rclpy.try_shutdown()
+    latch.ignore_further()
+    watchdog.cancel()
+    if stuck:   # the worker thread is still inside the engine: do not let teardown meet it
+        _hard_exit(0)
+    return 0
+
+
+def _watchdog_exit(log) -> None:
+    log.error(f'shutdown did not finish within {SHUTDOWN_BUDGET_S} s of the signal; exiting now')
+    _hard_exit(0)
+
+
+def _autostart(node, stopping: threading.Event) -> None:
+    from rclpy.lifecycle import TransitionCallbackReturn
+    log = node.get_logger()
+    log.info('autostart: configuring')
+    if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+        if not stopping.is_set():
+            log.error('autostart: configure did not succeed; the node stays unconfigured (fix '
+                      'the cause, then configure it through the lifecycle services)')
+        return
+    if stopping.is_set():
+        return
+    log.info('autostart: activating')
+    if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+        log.error('autostart: activate did not succeed')
+        return
+    log.info('autostart: active')
