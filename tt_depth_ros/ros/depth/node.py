@@ -150,10 +150,10 @@ class DepthNode(PerceptionLifecycleNode):
         if self.family is not None:
             self.family.process(msg, rgb, net)
             return
-        found = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
-        if found is None:
+        view = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
+        if view is None:
             return
-        rgb, K_img, tx, border = found
+        rgb, K_img, tx, border = view.rgb, view.K, view.tx, view.border
         if K_img is None:   # default_focal mode: DA3's assumed focal at network resolution
             K_img = scale_intrinsics(default_intrinsics(net[1], net[0]), (net[1], net[0]),
                                      (width, height))

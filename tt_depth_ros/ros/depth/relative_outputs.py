@@ -144,10 +144,10 @@ class DepthFamily:
             return rgb, None, 0.0, 'estimated', None
         fallback = ("using the model's estimated intrinsics" if self.estimates else
                     'using the default focal; the point geometry is approximate')
-        found = node.camera_view('camera', rgb, stamp, fallback=fallback)
-        if found is None:
+        view = node.camera_view('camera', rgb, stamp, fallback=fallback)
+        if view is None:
             return None
-        rgb, K, tx, border = found
+        rgb, K, tx, border = view.rgb, view.K, view.tx, view.border
         if K is None:
             return rgb, None, 0.0, 'estimated' if self.estimates else 'default', border
         return rgb, K, tx, 'camera_info', border

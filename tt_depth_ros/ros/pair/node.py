@@ -253,11 +253,11 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         rgb = self.decode_image(msg, key)
         if rgb is None:
             return None
-        found = self.camera_view(key, rgb, msg.header.stamp,
+        view = self.camera_view(key, rgb, msg.header.stamp,
                                  fallback='the focal is estimated from the pointmap'
                                  if self.p['model'] in DUST3R_MODELS else
                                  "the model's estimated intrinsics are used")
-        return None if found is None else (found[0], found[1], found[3])
+        return None if view is None else (view.rgb, view.K, view.border)
 
     def _run(self, rgb1, K1, rgb2, K2, context=(), borders=(None, None)):
         try:

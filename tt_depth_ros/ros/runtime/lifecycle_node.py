@@ -44,6 +44,7 @@ from tt_depth_ros.ros.msgs.image_codec import (
     image_msg_to_rgb,
 )
 from tt_depth_ros.ros.runtime.camera_info_sync import CAMERA_INFO_SYNC_PARAMS, CameraInfoStore
+from tt_depth_ros.ros.runtime.camera_views import CameraView
 from tt_depth_ros.ros.runtime.diagnostics import DROP_WINDOW_S, NodeStats, diagnostic_array
 from tt_depth_ros.ros.runtime.mailbox import LatestFrameMailbox
 from tt_depth_ros.ros.runtime.params import ParamSpec, ParamTable
@@ -422,7 +423,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         return None
 
     def camera_view(self, key: str, rgb: np.ndarray, stamp,
-                    fallback: str = 'using the default focal; the metric scale is unreliable'):
+                    fallback: str = 'using the default focal; the metric scale is unreliable'
+                    ) -> CameraView | None:
         """The pinhole view of a decoded frame: its CameraInfo by `stamp`, rectified (`rectify`).
 
         `fallback` says, in the once-only warning, what replaces the intrinsics when no
@@ -431,12 +433,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         Returns:
             None when the frame must be skipped (already reported: no CameraInfo in 'wait' mode,
             invalid CameraInfo, incompatible size, calibration that cannot be rectified); else
-            (rgb, K, tx, border): the image (rectified when its D is non-zero), K its 3x3
-            intrinsics (P's) and tx = P[0,3] scaled alike — K is None (tx 0.0) in
-            'default_focal' mode without CameraInfo (the caller applies its model's default
-            focal; warned once); `border` is None, or the Rectifier whose `valid` mask marks
-            the rectified pixels that map from outside the source image (the caller publishes
-            their depth as invalid).
+            a CameraView (K None in 'default_focal' mode without CameraInfo; warned once).
         """
         height, width = rgb.shape[:2]
         match = self.camera_info_match(key, stamp)
@@ -445,7 +442,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         if match == 'none':
             self.get_logger().warning(f'no CameraInfo for {key}: {fallback} '
                                       '(camera_info_mode=default_focal)', once=True)
-            return rgb, None, 0.0, None
+            return CameraView(rgb, None, 0.0, None)
         geom = match.geometry
         if isinstance(geom, Exception):
             self.reject('camera_info_invalid', f'{key}: its CameraInfo is unusable: {geom}')
@@ -460,7 +457,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         except CameraModelError as exc:
             self.reject('rectify', f'{key}: cannot rectify with its CameraInfo: {exc}')
             return None
-        return rgb, K, geom.Tx * K[0, 0] / geom.K[0, 0], border
+        return CameraView(rgb, K, geom.Tx * K[0, 0] / geom.K[0, 0], border)
 
     def precheck_image(self, msg, key: str) -> bool:
         """Cheap executor-side checks (size, encoding, stamp order); False = rejected."""
