@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tt_depth_ros.ros.pair.pairing import NS_PER_S, ApproxTimePairer, stamp_to_ns
+from tt_depth_ros.ros.msgs.stamps import NS_PER_S, stamp_to_ns
+from tt_depth_ros.ros.pair.pairing import ApproxTimePairer
 
 MS = 1_000_000
 

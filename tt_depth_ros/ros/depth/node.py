@@ -24,6 +24,7 @@ from tt_depth_ros.ros.depth.relative_outputs import DepthFamily
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
+from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS, PerceptionLifecycleNode
 from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
 from tt_depth_ros.ros.runtime.params import ParamSpec
@@ -184,8 +185,7 @@ class DepthNode(PerceptionLifecycleNode):
                           np.diff(t)))
         stages.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
         now = self.get_clock().now().nanoseconds
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        self.stats.on_output((now - stamp) / 1e9, stages)
+        self.stats.on_output((now - stamp_to_ns(msg.header.stamp)) / 1e9, stages)
 
     def publish_outputs(self, header, depth: np.ndarray, K: np.ndarray, tx: float,
                         color: np.ndarray) -> None:

@@ -38,7 +38,7 @@ from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings, confide
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import depth_cloud_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth, rgb_image_msg
-from tt_depth_ros.ros.pair.pairing import stamp_to_ns
+from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.stamp_cache import StampedCache
 from tt_depth_ros.ros.runtime.tf_height import TfHeight
 
@@ -115,15 +115,15 @@ class DepthFamily:
         self.metric_cache.clear()
         node = self.node
         if node.p['scale_source'] == 'depth':
-            node._subs.append(node.create_subscription(Image, 'metric_depth', self._on_metric,
-                                                       node.input_qos()))
+            node.track_subscription(node.create_subscription(Image, 'metric_depth',
+                                                             self._on_metric, node.input_qos()))
         if node.p['scale_source'] == 'camera_height' and node.p['camera_height_frame']:
             latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                  reliability=ReliabilityPolicy.RELIABLE)
-            node._subs += [node.create_subscription(TFMessage, '/tf_static', self.tf.on_tf,
-                                                    latched),
-                           node.create_subscription(TFMessage, '/tf', self.tf.on_tf,
-                                                    QoSProfile(depth=100))]
+            node.track_subscription(node.create_subscription(TFMessage, '/tf_static',
+                                                             self.tf.on_tf, latched))
+            node.track_subscription(node.create_subscription(TFMessage, '/tf', self.tf.on_tf,
+                                                             QoSProfile(depth=100)))
 
     def _on_metric(self, msg) -> None:
         try:

@@ -46,9 +46,10 @@ from tt_depth_ros.pipelines.pair_anyview import ANYVIEW_PAIR_MODELS, make_pair_p
 from tt_depth_ros.pipelines.pair_dust3r import PairPipeline, PairSettings
 from tt_depth_ros.ros.msgs.cloud import pointcloud2_msg
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
+from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.odometry import RobotOdometry
 from tt_depth_ros.ros.pair.outputs import PairPublishing, drop_borders
-from tt_depth_ros.ros.pair.pairing import ApproxTimePairer, stamp_to_ns
+from tt_depth_ros.ros.pair.pairing import ApproxTimePairer
 from tt_depth_ros.ros.pair.params import DUST3R_MODELS, PAIR_PARAMS
 from tt_depth_ros.ros.runtime.lifecycle_node import (
     COMMON_PARAMS,
@@ -201,12 +202,13 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
             if self.robot is not None:   # the camera mounting, from the robot's TF tree
                 self.robot.reset()
                 self.tf_buffer.clear()
-                self._subs += subscribe_tf(self, self.tf_buffer)
+                for sub in subscribe_tf(self, self.tf_buffer):
+                    self.track_subscription(sub)
         self._last_extrinsic = None
         self._metric.clear()
         if self.p['scale_source'] == 'depth':
-            self._subs.append(self.create_subscription(Image, 'metric_depth', self._on_metric,
-                                                       self.input_qos()))
+            self.track_subscription(self.create_subscription(
+                Image, 'metric_depth', self._on_metric, self.input_qos()))
 
     def input_qos(self):
         """Input QoS; stereo keeps >= pair_queue_size messages (see the module docstring)."""

@@ -21,12 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-NS_PER_S = 1_000_000_000
-
-
-def stamp_to_ns(stamp: Any) -> int:
-    """builtin_interfaces/Time (anything with `sec`, `nanosec`) -> integer nanoseconds."""
-    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
+from tt_depth_ros.ros.msgs.stamps import NS_PER_S
 
 
 class Pair(NamedTuple):

@@ -43,6 +43,7 @@ from tt_depth_ros.ros.msgs.image_codec import (
     compressed_to_rgb,
     image_msg_to_rgb,
 )
+from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.camera_info_sync import CAMERA_INFO_SYNC_PARAMS, CameraInfoStore
 from tt_depth_ros.ros.runtime.camera_views import CameraView
 from tt_depth_ros.ros.runtime.diagnostics import DROP_WINDOW_S, NodeStats, diagnostic_array
@@ -371,6 +372,11 @@ class PerceptionLifecycleNode(LifecycleNode):
         self._pubs.append(pub)
         return pub
 
+    def track_subscription(self, sub):
+        """Own a subscription created by a subclass or helper: destroyed on deactivate."""
+        self._subs.append(sub)
+        return sub
+
     def subscribe_image(self, topic: str, callback):
         """Subscribe Image on `topic` or CompressedImage on `topic`/compressed (input_transport)."""
         compressed = self.p['input_transport'] == 'compressed'
@@ -379,13 +385,12 @@ class PerceptionLifecycleNode(LifecycleNode):
             msg_type, name, callback, self.input_qos(),
             event_callbacks=subscription_events(self.get_logger(), name,
                                                 lambda t: self.stats.on_reject('qos', t)))
-        self._subs.append(sub)
-        return sub
+        return self.track_subscription(sub)
 
     def subscribe_camera_info(self, topic: str, key: str):
         """Cache CameraInfos of `topic` under `key` by stamp (invalid ones cached as errors)."""
         def cb(msg: CameraInfo) -> None:
-            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            stamp_ns = stamp_to_ns(msg.header.stamp)
             try:
                 self.camera_infos.put(key, stamp_ns, msg, camera_geometry(msg))
             except CameraInfoError as exc:
@@ -394,8 +399,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         sub = self.create_subscription(CameraInfo, topic, cb, self.input_qos(),
                                        event_callbacks=subscription_events(self.get_logger(),
                                                                            topic))
-        self._subs.append(sub)
-        return sub
+        return self.track_subscription(sub)
 
     def camera_info_match(self, key: str, stamp):
         """The CameraInfo for an image of `key` with header stamp `stamp` (camera_info_sync).
@@ -403,7 +407,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         Returns None (already reported) when the frame must be skipped, 'none' when no
         CameraInfo arrived at all and camera_info_mode is 'default_focal', else an InfoMatch.
         """
-        stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        stamp_ns = stamp_to_ns(stamp)
         p = self.p
         match = self.camera_infos.lookup(key, stamp_ns, p['camera_info_sync'],
                                          p['camera_info_tolerance_s'], p['camera_info_wait_s'])
@@ -461,7 +465,7 @@ class PerceptionLifecycleNode(LifecycleNode):
 
     def precheck_image(self, msg, key: str) -> bool:
         """Cheap executor-side checks (size, encoding, stamp order); False = rejected."""
-        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        stamp_ns = stamp_to_ns(msg.header.stamp)
         last = self._last_stamp.get(key)
         self._last_stamp[key] = stamp_ns
         if last is not None and stamp_ns < last:

@@ -15,9 +15,9 @@ import numpy as np
 
 from tt_depth_ros.geometry.se3 import interpolate_T, invert_T
 from tt_depth_ros.ros.msgs.pose import T_from_transform_msg
+from tt_depth_ros.ros.msgs.stamps import NS_PER_S as NS
+from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.tf_qos import TF_QOS, TF_STATIC_QOS
-
-NS = 1_000_000_000
 
 
 class TfLookupError(LookupError):
@@ -37,7 +37,7 @@ class TfBuffer:
     def add_msg(self, msg, static: bool) -> None:
         """Add every TransformStamped of a tf2_msgs/TFMessage."""
         for tf in msg.transforms:
-            stamp = tf.header.stamp.sec * NS + tf.header.stamp.nanosec
+            stamp = stamp_to_ns(tf.header.stamp)
             self.add(tf.header.frame_id, tf.child_frame_id, T_from_transform_msg(tf), stamp,
                      static)
 
