@@ -25,7 +25,7 @@ def test_pair_yaml_keys_are_declared_with_matching_types_and_defaults():
 
 def test_launch_file_remaps_only_topics_the_node_subscribes():
     src = (ROOT / 'launch' / 'pair.launch.py').read_text()
-    node_src = (ROOT / 'tt_depth_ros' / 'ros' / 'pair_node.py').read_text()
+    node_src = (ROOT / 'tt_depth_ros' / 'ros' / 'pair' / 'node.py').read_text()
     tree = ast.parse(src)
     remapped = {n.elts[0].value for n in ast.walk(tree) if isinstance(n, ast.Tuple)
                 and len(n.elts) == 2 and isinstance(n.elts[0], ast.Constant)
