@@ -225,8 +225,8 @@ def test_anyview_model_gives_relative_depth_conf_and_intrinsics(tmp_path):
 def test_nested_model_gives_metres_without_calibration(monkeypatch):
     """NESTED with tiny branches stands in for the full model (licence opt-in needed)."""
     from support.da3_fixtures import anyview_png, anyview_state_dict
-    from tt_depth_ros.engines.da3_family_weights import ACCEPT_ENV, LicenseNotAcceptedError
     from tt_depth_ros.engines.factory import build_engine
+    from tt_depth_ros.engines.licence import ACCEPT_ENV, LicenseNotAcceptedError
     from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
 
     sd = {'model.da3.' + k[6:]: v for k, v in anyview_state_dict().items()}

@@ -144,8 +144,9 @@ def test_unknown_model_and_no_weights():
 def test_full_model_weights_resolution_is_pinned_and_explicit(monkeypatch, tmp_path):
     monkeypatch.setenv('HF_HUB_CACHE', str(tmp_path))
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
-    from tt_depth_ros.engines.torch.dust3r import HF_REVISION
+    from tt_depth_ros.engines.registry import model
     from tt_depth_ros.engines.weights import WeightsUnavailableError
+    HF_REVISION = model('dust3r-vitl-512-dpt').weights.revision
     with pytest.raises(WeightsUnavailableError) as e:
         build_engine('dust3r-vitl-512-dpt', backend='torch-cpu')
     assert 'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt' in str(e.value)

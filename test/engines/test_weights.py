@@ -4,6 +4,7 @@ There is no network to the hub here: the cache is a temporary directory laid out
 huggingface_hub's (blobs named by SHA-256, snapshot symlinks, refs), and the download step is
 replaced by a stand-in only where a download would be attempted.
 """
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -14,8 +15,9 @@ import numpy as np
 import pytest
 
 from support.da3_fixtures import load_png_rgb, tiny_state_dict, write_safetensors
-from tt_depth_ros.engines import weights as W
-from tt_depth_ros.engines.weights import WeightSpec, WeightsUnavailableError, resolve_weights
+from tt_depth_ros.engines import registry as R
+from tt_depth_ros.engines.registry import WeightSpec
+from tt_depth_ros.engines.weights import WeightsUnavailableError, resolve_weights
 
 REV = '0123456789abcdef0123456789abcdef01234567'
 REPO = 'depth-anything/DA3METRIC-LARGE'
@@ -44,12 +46,16 @@ def tiny_file(tmp_path):
     return write_safetensors(tiny_state_dict(), tmp_path / 'tiny.safetensors')
 
 
+def _set_weights(monkeypatch, name: str, spec: WeightSpec) -> None:
+    monkeypatch.setitem(R.MODELS, name, dataclasses.replace(R.MODELS[name], weights=spec))
+
+
 @pytest.fixture()
 def pinned(monkeypatch, tiny_file):
     """Registry entry for da3metric-large pinned to REV and the tiny file's hash."""
     sha = hashlib.sha256(tiny_file.read_bytes()).hexdigest()
     spec = WeightSpec(REPO, 'model.safetensors', revision=REV, sha256=sha)
-    monkeypatch.setitem(W.REGISTRY, 'da3metric-large', spec)
+    _set_weights(monkeypatch, 'da3metric-large', spec)
     monkeypatch.delenv('HF_HUB_OFFLINE', raising=False)
     return spec
 
@@ -105,7 +111,7 @@ def test_other_revision_in_cache_is_not_used(tmp_path, tiny_file, pinned, no_dow
     _lay_out(tmp_path / 'hub', REPO, 'f' * 40, tiny_file)
     with pytest.raises(WeightsUnavailableError, match='not in the Hugging Face cache'):
         resolve_weights('da3metric-large', cache_dir=tmp_path / 'hub', offline=True)
-    # asking for that revision explicitly finds it (unverified: not the pinned revision)
+    # asking for that revision explicitly finds it (the hash pins the file whatever the revision)
     got = resolve_weights('da3metric-large', revision='f' * 40, cache_dir=tmp_path / 'hub')
     assert got.is_file()
 
@@ -129,13 +135,15 @@ def test_download_failure_and_success(tmp_path, tiny_file, pinned, monkeypatch):
     assert got.is_file() and calls == [(REPO, 'model.safetensors', REV)]
 
 
-def test_names_without_published_weights(tmp_path):
+def test_names_without_published_weights(tmp_path, no_download):
     with pytest.raises(WeightsUnavailableError, match='test configuration'):
         resolve_weights('da3metric-tiny')
     with pytest.raises(WeightsUnavailableError, match='no published weights'):
         resolve_weights('da3-giant')
+    # neither a revision nor a hash known: a download needs a revision (da3mono-large used to be
+    # the example; it now has a published hash and downloads the default branch, tested below)
     with pytest.raises(WeightsUnavailableError, match='revision='):
-        resolve_weights('da3mono-large', cache_dir=tmp_path, offline=False)
+        resolve_weights('da3-base', cache_dir=tmp_path, offline=False)
 
 
 def test_cached_weights_reach_the_engine(tmp_path, tiny_file, pinned, no_download, monkeypatch):
@@ -153,23 +161,124 @@ def test_cached_weights_reach_the_engine(tmp_path, tiny_file, pinned, no_downloa
 
 
 # ---------------------------------------------------------------------------------------------
-# DA3 family table (engines/da3_family_weights.py) and the non-commercial licence opt-in
+# Published hash prefixes (docs/da3.md "Published weight hashes"): no revision needed
+# ---------------------------------------------------------------------------------------------
+MONO_REPO = 'depth-anything/DA3MONO-LARGE'
+
+
+@pytest.fixture()
+def prefix_only(monkeypatch, tiny_file):
+    """da3mono-large as registered (no revision, a 12-digit hash prefix), the tiny file's prefix."""
+    prefix = hashlib.sha256(tiny_file.read_bytes()).hexdigest()[:12]
+    spec = dataclasses.replace(R.model('da3mono-large').weights, sha256=prefix)
+    assert spec.revision is None and spec.sha256_is_prefix
+    _set_weights(monkeypatch, 'da3mono-large', spec)
+    monkeypatch.delenv('HF_HUB_OFFLINE', raising=False)
+    return spec
+
+
+def _corrupt(tiny_file: Path, tmp_path: Path) -> Path:
+    other = tmp_path / 'other.safetensors'
+    other.write_bytes(tiny_file.read_bytes()[:-4] + b'\0\0\0\0')
+    return other
+
+
+def _cache_files(cache: Path) -> set[Path]:
+    return {p for p in cache.rglob('*') if p.is_file() or p.is_symlink()}
+
+
+def test_registry_holds_the_published_hash_prefixes():
+    published = {'da3metric-large': 'bbea5b0b3ee3', 'da3mono-large': '7a799a7f95eb',
+                 'da3-large-1.1': '739905c423cf', 'da3-giant-1.1': '1e47a08338ca',
+                 'da3nested-giant-large-1.1': '8ebe871a022e'}
+    for name, prefix in published.items():
+        assert R.model(name).weights.sha256.startswith(prefix), name
+    # DA3METRIC-LARGE keeps its full digest and pinned commit; the others are prefixes only
+    assert not R.model('da3metric-large').weights.sha256_is_prefix
+    assert R.model('da3metric-large').weights.revision is not None
+    assert all(R.model(n).weights.sha256 == p and R.model(n).weights.revision is None
+               for n, p in published.items() if n != 'da3metric-large')
+    assert R.model('da3-small').weights.sha256 is None is R.model('da3-base').weights.sha256
+
+
+@pytest.mark.parametrize('symlink', [True, False])
+def test_prefix_cache_hit_on_the_default_branch(tmp_path, tiny_file, prefix_only, no_download,
+                                                symlink):
+    cache = tmp_path / 'hub'
+    snap = _lay_out(cache, MONO_REPO, REV, tiny_file, symlink=symlink)   # refs/main -> REV
+    assert resolve_weights('da3mono-large', cache_dir=cache) == snap
+    assert resolve_weights('da3mono-large', cache_dir=cache, offline=True) == snap
+
+
+def test_prefix_mismatch_in_cache_names_the_file_and_deletes_nothing(tmp_path, tiny_file,
+                                                                     prefix_only, no_download):
+    cache = tmp_path / 'hub'
+    snap = _lay_out(cache, MONO_REPO, REV, _corrupt(tiny_file, tmp_path))
+    before = _cache_files(cache)
+    with pytest.raises(WeightsUnavailableError, match='SHA-256') as e:
+        resolve_weights('da3mono-large', cache_dir=cache)
+    msg = str(e.value)
+    assert str(snap) in msg and prefix_only.sha256 in msg
+    assert 'only the first 12 hex digits' in msg and 'delete it from the cache' in msg
+    assert 'nothing was deleted' in msg
+    assert _cache_files(cache) == before and all(p.is_file() for p in before)
+
+
+def test_prefix_model_downloads_the_default_branch_and_verifies(tmp_path, tiny_file,
+                                                                prefix_only, monkeypatch):
+    calls = []
+
+    def fake_download(repo_id, filename, revision, cache_dir):
+        calls.append((repo_id, filename, revision))
+        return str(_lay_out(Path(cache_dir), repo_id, REV, tiny_file))
+    monkeypatch.setattr(huggingface_hub, 'hf_hub_download', fake_download)
+    got = resolve_weights('da3mono-large', cache_dir=tmp_path / 'hub', offline=False)
+    assert got.is_file() and calls == [(MONO_REPO, 'model.safetensors', 'main')]
+
+
+def test_prefix_mismatch_after_download_is_an_error(tmp_path, tiny_file, prefix_only,
+                                                    monkeypatch):
+    other = _corrupt(tiny_file, tmp_path)
+    cache = tmp_path / 'hub'
+    monkeypatch.setattr(huggingface_hub, 'hf_hub_download',
+                        lambda repo_id, filename, revision, cache_dir:
+                        str(_lay_out(Path(cache_dir), repo_id, REV, other)))
+    with pytest.raises(WeightsUnavailableError, match='only the first 12 hex digits') as e:
+        resolve_weights('da3mono-large', cache_dir=cache, offline=False)
+    snap = cache / 'models--depth-anything--DA3MONO-LARGE' / 'snapshots' / REV / 'model.safetensors'
+    assert str(snap) in str(e.value) and snap.is_file()
+
+
+def test_published_prefix_rejects_another_file(tmp_path, tiny_file, monkeypatch):
+    """The real registry entry: a file that is not the authors' is refused, naming the prefix."""
+    monkeypatch.setattr(huggingface_hub, 'hf_hub_download',
+                        lambda repo_id, filename, revision, cache_dir:
+                        str(_lay_out(Path(cache_dir), repo_id, REV, tiny_file)))
+    with pytest.raises(WeightsUnavailableError, match='7a799a7f95eb') as e:
+        resolve_weights('da3mono-large', cache_dir=tmp_path / 'hub', offline=False)
+    assert 'model.safetensors' in str(e.value) and 'only the first 12' in str(e.value)
+
+
+def test_full_hash_is_checked_whatever_the_revision(tmp_path, tiny_file, pinned, no_download):
+    _lay_out(tmp_path / 'hub', REPO, 'f' * 40, _corrupt(tiny_file, tmp_path))
+    with pytest.raises(WeightsUnavailableError, match='full SHA-256 is checked'):
+        resolve_weights('da3metric-large', revision='f' * 40, cache_dir=tmp_path / 'hub')
+
+
+# ---------------------------------------------------------------------------------------------
+# DA3 family licences (engines/registry.py) and the non-commercial opt-in (engines/licence.py)
 # ---------------------------------------------------------------------------------------------
 def test_family_table_is_registered_with_licences():
-    import tt_depth_ros.engines.torch.da3  # noqa: F401  (registers the family)
-    from tt_depth_ros.engines.da3_family_weights import FAMILY
-
-    for name, m in FAMILY.items():
-        assert W.REGISTRY[name] is m.spec and m.spec.filename == 'model.safetensors'
-        assert m.spec.repo_id.startswith('depth-anything/')
-    nc = sorted(n for n, m in FAMILY.items() if m.non_commercial)
+    family = [R.model(n) for n in R.names(family='da3', published=True)]
+    for m in family:
+        assert m.weights.filename == 'model.safetensors'
+        assert m.weights.repo_id.startswith('depth-anything/')
+    nc = sorted(m.name for m in family if m.needs_licence_opt_in)
     assert nc == ['da3-giant-1.1', 'da3-large-1.1', 'da3nested-giant-large-1.1']
-    assert FAMILY['da3-small'].license == FAMILY['da3-base'].license == 'Apache-2.0'
+    assert R.model('da3-small').license == R.model('da3-base').license == 'Apache-2.0'
 
 
 def test_family_without_pin_needs_a_revision(tmp_path):
-    import tt_depth_ros.engines.torch.da3  # noqa: F401
-
     with pytest.raises(WeightsUnavailableError, match='revision='):
         resolve_weights('da3-small', cache_dir=tmp_path, offline=False)
 
@@ -182,8 +291,8 @@ def anyview_tiny_file(tmp_path):
 
 def test_non_commercial_model_needs_opt_in(anyview_tiny_file, monkeypatch):
     """DA3-LARGE-1.1 (CC-BY-NC-4.0) from a file; the tiny config stands in for its size."""
-    from tt_depth_ros.engines.da3_family_weights import ACCEPT_ENV, LicenseNotAcceptedError
     from tt_depth_ros.engines.factory import build_engine
+    from tt_depth_ros.engines.licence import ACCEPT_ENV, LicenseNotAcceptedError
     from tt_depth_ros.models.da3.config import ANYVIEW_TINY
 
     monkeypatch.delenv(ACCEPT_ENV, raising=False)

@@ -14,6 +14,9 @@ import numpy as np
 
 from tt_depth_ros.geometry.image_checks import check_rgb_u8
 
+ANY_VIEWS = 0
+"""`num_views` of an engine that takes any number (>= 1) of same-size views per call."""
+
 
 @dataclass(frozen=True)
 class EngineInfo:
@@ -33,10 +36,10 @@ class Engine(abc.ABC):
     used (compile / warm / capture) -> `infer(...)` per frame -> `close()`.
 
     `infer` takes `num_views` uint8 arrays of shape (H, W, 3), RGB, C-contiguous, at a prepared
-    shape (1 view for DA3, 2 for DUSt3R), and returns a dict of float32 numpy arrays at network
-    resolution (names are model-specific and documented by each engine, e.g. DA3: 'depth', 'sky').
-    An unprepared shape is prepared on first use (logged by the caller); a wrong dtype or channel
-    count raises ValueError naming the input.
+    shape (1 view for DA3, 2 for DUSt3R, any number for an ANY_VIEWS engine), and returns a dict
+    of float32 numpy arrays at network resolution (names are model-specific and documented by each
+    engine, e.g. DA3: 'depth', 'sky'). An unprepared shape is prepared on first use (logged by the
+    caller); a wrong dtype or channel count raises ValueError naming the input.
     """
 
     num_views: int = 1
@@ -71,9 +74,13 @@ class Engine(abc.ABC):
 
 
 def check_views(images: tuple[np.ndarray, ...], num_views: int) -> tuple[int, int]:
-    """Validate engine inputs; return their common (H, W). ValueError names the bad input."""
-    if len(images) != num_views:
-        raise ValueError(f'engine expects {num_views} image(s), got {len(images)}')
+    """Validate engine inputs; return their common (H, W). ValueError names the bad input.
+
+    `num_views` ANY_VIEWS accepts any number of images but at least one.
+    """
+    if len(images) != num_views and not (num_views == ANY_VIEWS and images):
+        want = 'at least 1' if num_views == ANY_VIEWS else num_views
+        raise ValueError(f'engine expects {want} image(s), got {len(images)}')
     shape = None
     for i, img in enumerate(images):
         check_rgb_u8(img, f'image {i}')
@@ -81,5 +88,5 @@ def check_views(images: tuple[np.ndarray, ...], num_views: int) -> tuple[int, in
             shape = img.shape[:2]
         elif img.shape[:2] != shape:
             raise ValueError(f'image {i}: shape {img.shape[:2]} differs from image 0 {shape}; '
-                             'both views must share one network size')
+                             'all views must share one network size')
     return int(shape[0]), int(shape[1])

@@ -1,6 +1,7 @@
 """`build_engine`: one entry point from a model name and a backend request to a ready Engine.
 
-Model families are builder modules with `build_torch_engine(model, *, device, dtype, weights,
+Which models exist, their family and their backends come from engines/registry.py. Model
+families are builder modules with `build_torch_engine(model, *, device, dtype, weights,
 revision, config, state_dict, cuda_graphs, logger) -> Engine`: `engines/torch/da3.py` (DA3) and
 `engines/torch/dust3r.py` (DUSt3R, its own owner). The ttnn backend is the package `engines/ttnn/`
 with
@@ -17,24 +18,14 @@ from __future__ import annotations
 import importlib
 from typing import Any, Mapping, Optional
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.cancel import CancelToken
 from tt_depth_ros.engines.select import BackendUnavailableError, select_backend
 
-FAMILIES = {
-    'da3metric-large': 'tt_depth_ros.engines.torch.da3',
-    'da3mono-large': 'tt_depth_ros.engines.torch.da3',
-    'da3metric-tiny': 'tt_depth_ros.engines.torch.da3',
-    **{m: 'tt_depth_ros.engines.torch.da3' for m in (
-        'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1', 'da3nested-giant-large-1.1',
-        'da3-anyview-tiny')},
-    'dust3r-vitl-512-dpt': 'tt_depth_ros.engines.torch.dust3r',
-    'dust3r-tiny': 'tt_depth_ros.engines.torch.dust3r',
-}
-"""Model name -> builder module."""
-TORCH_ONLY = ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1',
-              'da3nested-giant-large-1.1', 'da3-anyview-tiny')
-"""Models without a ttnn implementation: 'auto' picks a torch backend for them."""
+TORCH_BUILDERS = {'da3': 'tt_depth_ros.engines.torch.da3',
+                  'dust3r': 'tt_depth_ros.engines.torch.dust3r'}
+"""Model family (engines/registry.py) -> torch builder module."""
 
 
 def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'auto',
@@ -47,8 +38,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     """Build an engine for `model` on the selected backend.
 
     Args:
-        model: One of FAMILIES ('da3metric-large', 'da3mono-large', the DA3 any-view family
-            'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1' and
+        model: A name of engines/registry.MODELS ('da3metric-large', 'da3mono-large', the DA3
+            any-view family 'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1' and
             'da3nested-giant-large-1.1' (torch only), 'dust3r-vitl-512-dpt', and the test configs
             'da3metric-tiny', 'da3-anyview-tiny', 'dust3r-tiny').
         weights: Explicit weights file (else HF cache / pinned download).
@@ -61,8 +52,9 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         logger: Anything with `.info(str)`.
         cuda_graphs: torch-cuda only: capture CUDA graphs per shape (default True on CUDA).
         accept_license: DA3 family: opt-in for CC-BY-NC-4.0 checkpoints (None: the
-            TT_DEPTH_ACCEPT_NC_LICENSE environment variable; engines/da3_family_weights.py).
-        num_views: DA3 any-view / NESTED: views per forward (engines/torch/da3.py; None = 1).
+            TT_DEPTH_ACCEPT_NC_LICENSE environment variable; engines/licence.py).
+        num_views: DA3 any-view / NESTED: views per forward, or registry.ANY_VIEWS for any
+            number per call (engines/torch/da3.py; None = 1).
         cancel: Checked between build steps; a cancelled build raises BuildCancelled.
 
     Returns:
@@ -75,22 +67,10 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         tt_depth_ros.engines.cancel.BuildCancelled: `cancel` was cancelled.
     """
     cancel = cancel if cancel is not None else CancelToken()
-    if model not in FAMILIES:
-        raise ValueError(f'unknown model {model!r}; known: {sorted(FAMILIES)}')
-    if model in TORCH_ONLY and backend == 'ttnn':
-        raise BackendUnavailableError(f'{model!r} has no ttnn implementation; use torch-cpu, '
-                                      "torch-cuda or 'auto'")
-    if model in TORCH_ONLY and backend == 'auto':
-        from tt_depth_ros.engines.select import cuda_status
-
-        cuda_ok, why = cuda_status(device_id)
-        backend = 'torch-cuda' if cuda_ok else 'torch-cpu'
-        if logger is not None:
-            logger.info(f'backend auto -> {backend} for {model} (no ttnn implementation; '
-                        f'CUDA: {why})')
-    chosen = select_backend(backend, device_id=device_id, logger=logger)
+    spec = registry.model(model)
+    chosen = select_backend(backend, device_id=device_id, logger=logger, model=spec)
     cancel.check('after backend selection')
-    engine = _build(model, chosen, weights=weights, device_id=device_id, dtype=dtype,
+    engine = _build(spec, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
                     cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views)
     if cancel.cancelled:
@@ -102,9 +82,10 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     return engine
 
 
-def _build(model: str, chosen: str, *, weights, device_id, dtype, revision, config, state_dict,
-           logger, cuda_graphs, accept_license, num_views) -> Engine:
-    """The family builder for `model` on the chosen backend (arguments as build_engine)."""
+def _build(spec: registry.ModelSpec, chosen: str, *, weights, device_id, dtype, revision, config,
+           state_dict, logger, cuda_graphs, accept_license, num_views) -> Engine:
+    """The family builder for `spec` on the chosen backend (arguments as build_engine)."""
+    model = spec.name
     if chosen == 'ttnn':
         try:
             ttnn_engines = importlib.import_module('tt_depth_ros.engines.ttnn')
@@ -113,13 +94,14 @@ def _build(model: str, chosen: str, *, weights, device_id, dtype, revision, conf
         return ttnn_engines.build_ttnn_engine(model, device_id=device_id, dtype=dtype,
                                               weights=weights, revision=revision, config=config,
                                               state_dict=state_dict, logger=logger)
+    builder = TORCH_BUILDERS[spec.family]
     try:
-        family = importlib.import_module(FAMILIES[model])
+        family = importlib.import_module(builder)
     except ModuleNotFoundError as e:
         raise BackendUnavailableError(f'no torch builder for {model!r} in this build '
-                                      f'({FAMILIES[model]} missing: {e})') from e
+                                      f'({builder} missing: {e})') from e
     device = f'cuda:{device_id}' if chosen == 'torch-cuda' else 'cpu'
-    extra = {'accept_license': accept_license} if FAMILIES[model].endswith('.da3') else {}
+    extra = {'accept_license': accept_license} if spec.family == 'da3' else {}
     if num_views is not None and extra:
         extra['num_views'] = int(num_views)
     return family.build_torch_engine(model, device=device, dtype=dtype, weights=weights,

@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib.util
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from tt_depth_ros.engines.registry import ModelSpec
 
 BACKENDS = ('ttnn', 'torch-cuda', 'torch-cpu')
 REQUESTS = ('auto',) + BACKENDS
@@ -71,13 +74,15 @@ def _status(backend: str, device_id: int, explicit: bool = False) -> tuple[bool,
 
 
 def select_backend(requested: str = 'auto', device_id: int = 0,
-                   logger: Optional[Any] = None) -> str:
+                   logger: Optional[Any] = None, model: Optional['ModelSpec'] = None) -> str:
     """Resolve a backend request to one of BACKENDS.
 
     Args:
         requested: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu'.
         device_id: Accelerator index (ttnn or CUDA).
         logger: Anything with `.info(str)` (logging.Logger, rclpy logger); module logger if None.
+        model: The registry entry to run (engines/registry.py): only its `backends` qualify
+            ('auto' skips, without probing, the others; asking for one is an error).
 
     Returns:
         The backend name.
@@ -91,6 +96,10 @@ def select_backend(requested: str = 'auto', device_id: int = 0,
         raise ValueError(f'backend={requested!r}; allowed: {REQUESTS}')
     if int(device_id) != device_id or device_id < 0:
         raise ValueError(f'device_id={device_id} must be a non-negative integer')
+    allowed = BACKENDS if model is None else model.backends
+    if requested != 'auto' and requested not in allowed:
+        raise BackendUnavailableError(f'{model.name!r} has no {requested} implementation; use '
+                                      f"{', '.join(allowed)} or 'auto'")
     if requested != 'auto':
         ok, why = _status(requested, device_id, explicit=True)
         if not ok:
@@ -100,6 +109,9 @@ def select_backend(requested: str = 'auto', device_id: int = 0,
         return requested
     reasons = []
     for backend in BACKENDS:
+        if backend not in allowed:
+            reasons.append(f'{backend}: no {backend} implementation of {model.name}')
+            continue
         ok, why = _status(backend, device_id)
         if ok:
             skipped = f" (skipped: {'; '.join(reasons)})" if reasons else ''

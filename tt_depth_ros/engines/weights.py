@@ -1,26 +1,37 @@
 """Finding model weights: explicit path -> Hugging Face cache -> download (pinned, hashed).
 
-Resolution order for `resolve_weights(model_name, path, revision, offline)`:
+Resolution order for `resolve_weights(model_name, path, revision, offline)`, with the pins of
+engines/registry.py:
 
 1. An explicit `path` is used as is (it must be an existing file; it is not hashed - the caller
    chose it).
 2. The Hugging Face hub cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) at
-   the requested or pinned revision. A cached file is checked against the pinned SHA-256 when one is
-   known (cheap when the blob is named by its hash, as huggingface_hub stores LFS files).
-3. `huggingface_hub.hf_hub_download` at that revision, then the SHA-256 check - unless offline
-   (`offline=True`, or HF_HUB_OFFLINE set when `offline` is None).
+   the requested revision, else the pinned one, else - for a model whose content hash is known -
+   the default branch ('main').
+3. `huggingface_hub.hf_hub_download` at that revision - unless offline (`offline=True`, or
+   HF_HUB_OFFLINE set when `offline` is None).
 
-Anything else raises `WeightsUnavailableError` saying what to do. Reading a resolved file into a
-state dict is `read_state_dict` (safetensors; `.pth` only via torch.load(weights_only=True)).
+A cached or downloaded file is checked against the registry's SHA-256 whenever one is known,
+whatever the revision (the hash pins the file; cheap when the blob is named by its hash, as
+huggingface_hub stores LFS files). For most DA3 models only a published 12-digit prefix of the
+hash is known, and only that prefix is checked. A mismatch is an error naming the file and what to
+do; nothing is deleted. Anything else raises `WeightsUnavailableError` saying what to do. Reading
+a resolved file into a state dict is `read_state_dict` (safetensors; `.pth` only via
+torch.load(weights_only=True)).
 """
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+from tt_depth_ros.engines import registry
+from tt_depth_ros.engines.registry import WeightSpec
+
+DEFAULT_BRANCH = 'main'
+"""Downloaded when a model's hash is known but no revision is pinned or requested."""
 
 _log = logging.getLogger(__name__)
 
@@ -31,48 +42,6 @@ class WeightsUnavailableError(RuntimeError):
 
 class CorruptCheckpointError(ValueError):
     """A weights file that cannot be parsed as a checkpoint."""
-
-
-@dataclass(frozen=True)
-class WeightSpec:
-    """Where a model's published weights live.
-
-    Args:
-        repo_id: Hugging Face repository.
-        filename: File inside the repository.
-        revision: Pinned commit; None means the caller must pass one to download.
-        sha256: Expected SHA-256 of the file at `revision`; None = unknown (not verified).
-        note: Provenance of the pin.
-    """
-
-    repo_id: str
-    filename: str
-    revision: Optional[str]
-    sha256: Optional[str]
-    note: str = ''
-
-
-# The DA3METRIC-LARGE pin (commit, sha256, 1,336,734,448 bytes = fp32) is taken from a third-party
-# project's checksum-pinned download; it could not be re-verified here (no network to the hub).
-REGISTRY: dict[str, WeightSpec] = {
-    'da3metric-large': WeightSpec(
-        'depth-anything/DA3METRIC-LARGE', 'model.safetensors',
-        revision='4010e39f3634a45bc60553321fb49fb760bd594e',
-        sha256='bbea5b0b3ee389849cffa7ddae89de064a90abd2b055fc5aa99aac68db324776',
-        note='pin from a third-party checksum list; unverified here'),
-    'da3mono-large': WeightSpec(
-        'depth-anything/DA3MONO-LARGE', 'model.safetensors', revision=None, sha256=None,
-        note='no pinned revision known: pass revision=<commit>'),
-    # the revision the tt port uses (docs/dust3r.md §1)
-    'dust3r-vitl-512-dpt': WeightSpec(
-        'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt', 'model.safetensors',
-        revision='61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3', sha256=None,
-        note='revision pinned as in the tt port; its SHA-256 could not be recorded here (no '
-             'hub access), so the file is not hash-verified'),
-}
-"""Model name -> published weights: every family's entries, here (no import side effects)."""
-
-TEST_ONLY = ('da3metric-tiny', 'dust3r-tiny')
 
 
 def _env_offline() -> bool:
@@ -98,17 +67,22 @@ def sha256_file(path: Path) -> str:
 
 
 def _verify(path: Path, spec: WeightSpec, revision: str) -> None:
-    if spec.sha256 is None or revision != spec.revision:
-        _log.warning(f'{path}: no pinned SHA-256 for {spec.repo_id}@{revision}; not verified')
+    """Check `path` against the registry hash (full digest or prefix); nothing is deleted."""
+    where = f'{spec.repo_id}/{spec.filename}@{revision}'
+    if spec.sha256 is None:
+        _log.warning(f'{path}: no SHA-256 known for {where}; not verified')
         return
-    if Path(os.path.realpath(path)).name == spec.sha256:
-        return  # hub blobs of LFS files are named by their SHA-256
-    got = sha256_file(path)
-    if got != spec.sha256:
+    want = spec.sha256.lower()
+    blob = Path(os.path.realpath(path)).name
+    got = blob if len(blob) == 64 and blob.startswith(want) else sha256_file(path)
+    scope = (f'only the first {len(want)} hex digits of the SHA-256 are published and checked'
+             if spec.sha256_is_prefix else 'the full SHA-256 is checked')
+    if not got.startswith(want):
         raise WeightsUnavailableError(
-            f'{path} has SHA-256 {got}, expected {spec.sha256} for {spec.repo_id}@{revision}. '
-            'The file is corrupt or not the pinned release: delete it from the cache and retry, '
-            'or pass an explicit weights path.')
+            f'{path} has SHA-256 {got}, expected one starting with {want} for {where} ({scope}). '
+            'The file is corrupt or not the published release; nothing was deleted: delete it '
+            'from the cache and retry, or pass an explicit weights path to use this file as is.')
+    _log.info(f'{path}: SHA-256 verified for {where} ({scope})')
 
 
 def _cached(spec: WeightSpec, revision: str, cache_dir: Path) -> Optional[Path]:
@@ -127,7 +101,8 @@ def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
     Args:
         model_name: Registry name, e.g. 'da3metric-large'.
         path: Explicit weights file; wins over everything else.
-        revision: Hub revision; default the pinned one.
+        revision: Hub revision; default the pinned one, else the default branch when the
+            file's hash is known.
         offline: Never download; None = honour HF_HUB_OFFLINE.
         cache_dir: Hub cache directory; default as huggingface_hub (HF_HUB_CACHE / HF_HOME).
 
@@ -142,15 +117,17 @@ def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
         if not p.is_file():
             raise WeightsUnavailableError(f'weights file {p} does not exist (explicit path)')
         return p
-    if model_name in TEST_ONLY:
+    entry = registry.MODELS.get(model_name)
+    if entry is None:
+        raise WeightsUnavailableError(
+            f'no published weights registered for {model_name!r} (known: '
+            f'{sorted(registry.names(published=True))}); pass a weights path')
+    spec = entry.weights
+    if spec is None:
         raise WeightsUnavailableError(f'{model_name!r} is a test configuration without '
                                       'published weights: pass a weights path or a state_dict')
-    spec = REGISTRY.get(model_name)
-    if spec is None:
-        raise WeightsUnavailableError(f'no published weights registered for {model_name!r} '
-                                      f'(known: {sorted(REGISTRY)}); pass a weights path')
     offline = _env_offline() if offline is None else bool(offline)
-    rev = revision or spec.revision
+    rev = revision or spec.revision or (DEFAULT_BRANCH if spec.sha256 else None)
     cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     how = (f'`huggingface-cli download {spec.repo_id} {spec.filename}'
            + (f' --revision {rev}`' if rev else '`'))

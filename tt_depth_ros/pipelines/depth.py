@@ -138,7 +138,7 @@ class DepthPredictor:
     Args:
         engine: A DA3 engine (`engines.factory.build_engine`).
         is_metric: Whether the model's depth is metric (False for da3mono-large).
-        kind: 'metric', 'mono', 'anyview' or 'nested' (engines.da3.model_kind); None = from
+        kind: 'metric', 'mono', 'anyview' or 'nested' (engines/registry.py); None = from
             `is_metric` ('metric' / 'mono').
         process_res: Long-side target of the upstream resize (default 504).
         fixed_size: Force the network size (h, w), multiples of 14 (may change the aspect).
@@ -197,15 +197,16 @@ class DepthPredictor:
             **options: DepthPredictor options (process_res, fixed_size, sky_mode, sky_threshold,
                 max_depth_m, output).
         """
+        from tt_depth_ros.engines import registry
         from tt_depth_ros.engines.factory import build_engine
-        from tt_depth_ros.engines.torch.da3 import MODELS, model_kind
 
-        if model not in MODELS:
-            raise ValueError(f'DepthPredictor model={model!r}; known: {sorted(MODELS)}')
+        models = registry.names(family='da3')
+        if model not in models:
+            raise ValueError(f'DepthPredictor model={model!r}; known: {sorted(models)}')
         engine = build_engine(model, weights=weights, backend=backend, device_id=device_id,
                               dtype=dtype, revision=revision, state_dict=state_dict,
                               logger=logger, accept_license=accept_license)
-        return cls(engine, kind=model_kind(model), logger=logger, **options)
+        return cls(engine, kind=registry.model(model).kind, logger=logger, **options)
 
     def __enter__(self) -> 'DepthPredictor':
         return self

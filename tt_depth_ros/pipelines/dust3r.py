@@ -23,6 +23,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.geometry import scale as scl
 from tt_depth_ros.geometry.dust3r_preprocess import (
@@ -38,7 +39,7 @@ from tt_depth_ros.geometry.pnp import PoseResult, solve_relative_pose
 from tt_depth_ros.pipelines.io import load_rgb, write_ply
 
 _log = logging.getLogger(__name__)
-MODELS = ('dust3r-vitl-512-dpt', 'dust3r-tiny')
+MODELS = registry.names(family='dust3r')
 
 
 @dataclass

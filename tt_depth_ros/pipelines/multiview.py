@@ -35,6 +35,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from tt_depth_ros.engines import registry
+from tt_depth_ros.engines.base import ANY_VIEWS, Engine
 from tt_depth_ros.geometry.da3_preprocess import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -144,6 +146,21 @@ class MultiViewResult:
                             ref_view=self.ref_view, **arrays)
 
 
+@dataclass(frozen=True)
+class SceneInput:
+    """The views of one scene on the network grid and how each was cut from its image.
+
+    Attributes:
+        views: Per view (h, w, 3) uint8 RGB, all one size (the engine's input).
+        crops: Per view (top, left) of the centre crop in the resized view.
+        resized_hw: Per view (h1, w1) after the upstream resize, before the crop.
+    """
+
+    views: list
+    crops: list
+    resized_hw: list
+
+
 def processed_images(x: np.ndarray) -> np.ndarray:
     """Upstream's `processed_images` from the network input (N, 3, h, w): (N, h, w, 3) uint8.
 
@@ -192,24 +209,22 @@ class MultiViewPredictor:
     """Images of one scene in, per-view depth and cameras out (torch backends).
 
     Args:
-        model: A loaded DA3Model (any-view) or NestedDA3, fp32 or cast backbone.
-        name: Model name (for results and messages).
-        device: torch device string.
+        engine: A DA3 any-view / NESTED engine built with `num_views=ANY_VIEWS`
+            (engines/torch/da3.py: one forward over however many views a call brings).
         process_res: Long-side target of the upstream resize (default 504).
     """
 
-    def __init__(self, model: Any, name: str, device: str = 'cpu', process_res: int = 504) -> None:
-        import torch
-
-        self._torch = torch
-        self.model = model.to(device).eval()
-        self.name = name
-        self.device = device
+    def __init__(self, engine: Engine, process_res: int = 504) -> None:
+        if engine.info.details.get('kind') not in registry.MULTI_VIEW_KINDS:
+            raise ValueError(f'{engine.info.model}: MultiViewPredictor needs an any-view or '
+                             'NESTED model; use DepthPredictor for single-view metric/mono models')
+        if engine.num_views != ANY_VIEWS:
+            raise ValueError(f'{engine.info.model}: MultiViewPredictor needs an engine built with '
+                             f'num_views=ANY_VIEWS, not {engine.num_views}')
+        self.engine = engine
+        self.name = engine.info.model
         self.process_res = int(process_res)
-        self.is_metric = not hasattr(model, 'cfg')    # NestedDA3 has no single cfg
-        if hasattr(model, 'cfg') and not model.cfg.anyview:
-            raise ValueError(f'{name}: MultiViewPredictor needs an any-view or NESTED model; '
-                             'use DepthPredictor for single-view metric/mono models')
+        self.is_metric = bool(engine.info.details['is_metric'])
 
     @classmethod
     def from_pretrained(cls, model: str = 'da3-small', weights: Optional[str] = None,
@@ -218,7 +233,7 @@ class MultiViewPredictor:
                         state_dict: Optional[Mapping[str, Any]] = None,
                         accept_license: Optional[bool] = None,
                         process_res: int = 504) -> 'MultiViewPredictor':
-        """Build the network and the predictor.
+        """Build the engine and the predictor.
 
         Args:
             model: 'da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1',
@@ -232,23 +247,15 @@ class MultiViewPredictor:
             accept_license: Opt-in for CC-BY-NC-4.0 models (else TT_DEPTH_ACCEPT_NC_LICENSE).
             process_res: Long-side target of the upstream resize.
         """
-        from tt_depth_ros.engines.select import cuda_status
-        from tt_depth_ros.engines.torch.da3 import TORCH_ONLY, build_model
-        from tt_depth_ros.engines.torch.engine import parse_dtype
+        from tt_depth_ros.engines.factory import build_engine
 
-        if model not in TORCH_ONLY:
-            raise ValueError(f'MultiViewPredictor model={model!r}; known: {TORCH_ONLY}')
-        if backend not in ('auto', 'torch-cpu', 'torch-cuda'):
-            raise ValueError(f"backend={backend!r}: multi-view models run on 'torch-cpu' or "
-                             "'torch-cuda' ('auto' picks CUDA when available)")
-        cuda_ok, why = cuda_status(device_id)
-        if backend == 'torch-cuda' and not cuda_ok:
-            raise RuntimeError(f'backend torch-cuda is unavailable: {why}')
-        device = f'cuda:{device_id}' if backend != 'torch-cpu' and cuda_ok else 'cpu'
-        net = build_model(model, weights=weights, revision=revision, state_dict=state_dict,
-                          accept_license=accept_license)
-        net.set_fused(True).cast_backbone(parse_dtype(dtype, device))
-        return cls(net, model, device=device, process_res=process_res)
+        models = registry.names(kinds=registry.MULTI_VIEW_KINDS)
+        if model not in models:
+            raise ValueError(f'MultiViewPredictor model={model!r}; known: {models}')
+        engine = build_engine(model, weights=weights, revision=revision, backend=backend,
+                              device_id=device_id, dtype=dtype, state_dict=state_dict,
+                              accept_license=accept_license, num_views=ANY_VIEWS)
+        return cls(engine, process_res=process_res)
 
     def __enter__(self) -> 'MultiViewPredictor':
         return self
@@ -257,11 +264,13 @@ class MultiViewPredictor:
         self.close()
 
     def close(self) -> None:
-        """Drop the network."""
-        self.model = None
+        """Release the engine; idempotent."""
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
 
-    def preprocess(self, rgbs: Sequence[np.ndarray]) -> tuple[np.ndarray, list, list]:
-        """Upstream multi-view preprocessing: (N, 3, h, w) input, crops (top, left), resized hw."""
+    def preprocess(self, rgbs: Sequence[np.ndarray]) -> SceneInput:
+        """Upstream multi-view preprocessing: resize each view, centre-crop to the smallest."""
         nets, sizes = [], []
         for rgb in rgbs:
             hw = network_size(rgb.shape[1], rgb.shape[0], self.process_res)
@@ -269,9 +278,9 @@ class MultiViewPredictor:
             sizes.append(hw)
         h_min, w_min = min(s[0] for s in sizes), min(s[1] for s in sizes)
         crops = [((h - h_min) // 2, (w - w_min) // 2) for h, w in sizes]
-        x = np.stack([normalize(im[top:top + h_min, left:left + w_min])
-                      for im, (top, left) in zip(nets, crops)])
-        return x, crops, sizes
+        views = [np.ascontiguousarray(im[top:top + h_min, left:left + w_min])
+                 for im, (top, left) in zip(nets, crops)]
+        return SceneInput(views=views, crops=crops, resized_hw=sizes)
 
     def __call__(self, images: Sequence[Any],
                  K: Optional[np.ndarray | Sequence[np.ndarray]] = None) -> MultiViewResult:
@@ -281,7 +290,7 @@ class MultiViewPredictor:
             images: >= 1 paths / PIL images / uint8 (H, W, 3) arrays (sizes may differ).
             K: Optional known intrinsics of the original images: one 3x3 for all or (N, 3, 3).
         """
-        if self.model is None:
+        if self.engine is None:
             raise RuntimeError('MultiViewPredictor is closed')
         if isinstance(images, (str, Path, np.ndarray)) or len(images) < 1:
             raise ValueError('images must be a non-empty list of images')
@@ -294,27 +303,25 @@ class MultiViewPredictor:
             known = np.broadcast_to(known, (n, 3, 3)) if known.shape == (3, 3) else known
             if known.shape != (n, 3, 3):
                 raise ValueError(f'K must be 3x3 or ({n}, 3, 3), got {known.shape}')
-        x, crops, sizes = self.preprocess(rgbs)
+        scene = self.preprocess(rgbs)
+        crops, sizes = scene.crops, scene.resized_hw
+        x = np.stack([normalize(v) for v in scene.views])   # what the engine feeds the network
         t1 = time.perf_counter()
-        torch = self._torch
-        with torch.inference_mode():
-            out = self.model(torch.from_numpy(x).to(self.device))
-            net = {k: out[k].float().cpu().numpy() for k in ('depth', 'depth_conf', 'intrinsics',
-                                                             'extrinsics')}
+        net = self.engine.infer(*scene.views)
         t2 = time.perf_counter()
         origs = [im.shape[:2] for im in rgbs]
         K_est = np.stack([net_to_original_K(net['intrinsics'][i], crops[i], sizes[i], origs[i])
                           for i in range(n)])
         depth = [net_to_original_map(net['depth'][i], crops[i], sizes[i], origs[i])
                  for i in range(n)]
-        conf = [net_to_original_map(net['depth_conf'][i], crops[i], sizes[i], origs[i])
+        conf = [net_to_original_map(net['conf'][i], crops[i], sizes[i], origs[i])
                 for i in range(n)]
         t3 = time.perf_counter()
         return MultiViewResult(
             depth=depth, conf=conf, K=K_est if known is None else np.array(known),
             K_estimated=K_est, poses_c2w=w2c_to_c2w(net['extrinsics']), is_metric=self.is_metric,
-            images=rgbs, ref_view=int(out['ref_view']), model=self.name,
-            network={'depth': net['depth'], 'conf': net['depth_conf'], 'K': net['intrinsics'],
+            images=rgbs, ref_view=int(net['ref_view']), model=self.name,
+            network={'depth': net['depth'], 'conf': net['conf'], 'K': net['intrinsics'],
                      'extrinsics_w2c': net['extrinsics'], 'input': x,
                      'processed_images': processed_images(x),
                      'crop': np.array(crops), 'resized_hw': np.array(sizes)},

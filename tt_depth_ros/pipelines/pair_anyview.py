@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
 from tt_depth_ros.geometry.depth_cloud import organized_points
 from tt_depth_ros.geometry.dust3r_preprocess import Dust3rPlan
@@ -38,16 +39,14 @@ from tt_depth_ros.geometry.ray_pnp import relative_pose_from_rays
 from tt_depth_ros.geometry.scale import ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
 from tt_depth_ros.pipelines.pair_dust3r import PairOutputs, PairPipeline, PairSettings
-from tt_depth_ros.ros.depth.relative_outputs import engine_kind
 
-ANYVIEW_PAIR_MODELS = ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1',
-                       'da3nested-giant-large-1.1', 'da3-anyview-tiny')
+ANYVIEW_PAIR_MODELS = registry.names(kinds=registry.MULTI_VIEW_KINDS)
 """Models the pair node runs through this pipeline (any-view and NESTED)."""
 
 
 def is_anyview_engine(engine) -> bool:
-    """Whether an engine is a DA3 any-view / NESTED multi-view engine."""
-    return engine is not None and engine_kind(engine.info.details) in ('anyview', 'nested')
+    """Whether an engine is a DA3 any-view / NESTED multi-view engine (its registry kind)."""
+    return engine is not None and engine.info.details.get('kind') in registry.MULTI_VIEW_KINDS
 
 
 def _T44(E: np.ndarray) -> np.ndarray:
@@ -114,7 +113,7 @@ class AnyviewPairPipeline(PairPipeline):
         self._plans: dict[tuple[int, int], Dust3rPlan] = {}
         self.predictor = None
         self.engine = engine
-        self.metric_model = engine is not None and engine_kind(engine.info.details) == 'nested'
+        self.metric_model = engine is not None and engine.info.details.get('kind') == 'nested'
         self.units = 'metres' if self.metric_model else 'model units (relative)'
         name = engine.info.model if engine is not None else 'DA3'
         self.engine_label = (f'DA3 any-view {name}: one forward over both views, pose from the '

@@ -1,6 +1,6 @@
 """The ttnn backend resolves and reads DUSt3R weights exactly as the torch path does.
 
-One registry (engines/weights.REGISTRY) holds every published-weights pin without import side
+One registry (engines/registry.MODELS) holds every published-weights pin without import side
 effects, so `build_engine('dust3r-vitl-512-dpt', backend='ttnn')` reaches the pinned hub
 revision although the ttnn build never imports engines/torch/dust3r.py; a `.pth` training checkpoint
 (with its argparse.Namespace `args`) loads through the same weights_only reader.
@@ -23,8 +23,9 @@ DATA = Path(__file__).resolve().parents[2] / 'data' / 'dust3r'
 
 
 def test_registry_has_every_pin_without_importing_the_engines():
-    code = ('import sys, tt_depth_ros.engines.weights as W; '
-            "print(sorted(W.REGISTRY), 'tt_depth_ros.engines.torch.dust3r' in sys.modules, "
+    code = ('import sys, tt_depth_ros.engines.weights, tt_depth_ros.engines.registry as R; '
+            "print(sorted(n for n, m in R.MODELS.items() if m.weights), "
+            "'tt_depth_ros.engines.torch.dust3r' in sys.modules, "
             "'tt_depth_ros.engines.torch.da3' in sys.modules)")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True).stdout
@@ -39,8 +40,8 @@ def test_ttnn_dust3r_default_weights_resolve_to_the_pinned_revision(ttnn, monkey
     sys.modules.pop('tt_depth_ros.engines.torch.dust3r', None)     # the ttnn build must not need it
     with pytest.raises(WeightsUnavailableError) as e:
         build_engine('dust3r-vitl-512-dpt', backend='ttnn')
-    from tt_depth_ros.engines.weights import REGISTRY
-    spec = REGISTRY['dust3r-vitl-512-dpt']
+    from tt_depth_ros.engines.registry import model
+    spec = model('dust3r-vitl-512-dpt').weights
     assert 'no published weights registered' not in str(e.value)
     assert spec.repo_id in str(e.value) and spec.revision in str(e.value)
 

@@ -14,15 +14,12 @@ from typing import Any, Mapping, Optional
 import torch
 from torch import nn
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.torch.engine import TorchEngine, parse_dtype
-from tt_depth_ros.engines.weights import REGISTRY, resolve_weights
+from tt_depth_ros.engines.weights import resolve_weights
 from tt_depth_ros.models.dust3r.checkpoint import load_into, read_checkpoint
 from tt_depth_ros.models.dust3r.config import CONFIGS, Dust3rConfig
 from tt_depth_ros.models.dust3r.model import Dust3r
-
-MODELS = tuple(CONFIGS)
-WEIGHTS = REGISTRY['dust3r-vitl-512-dpt']       # weights.REGISTRY holds every family's pins
-HF_REPO, HF_REVISION = WEIGHTS.repo_id, WEIGHTS.revision
 
 NORM_MEAN = (0.5, 0.5, 0.5)   # (x/255 - 0.5) / 0.5 -> [-1, 1] (spec §5 step 4)
 NORM_STD = (0.5, 0.5, 0.5)
@@ -55,7 +52,8 @@ def build_model(model: str, *, weights: Optional[str] = None, revision: Optional
     """
     cfg = config if config is not None else CONFIGS.get(model)
     if cfg is None:
-        raise ValueError(f'unknown DUSt3R model {model!r}; known: {MODELS}')
+        raise ValueError(f'unknown DUSt3R model {model!r}; '
+                         f'known: {registry.names(family="dust3r")}')
     if state_dict is None:
         state_dict = read_checkpoint(resolve_weights(model, weights, revision))
     with torch.device('meta'):
@@ -80,5 +78,6 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
                 child.to(tdtype)
     return TorchEngine(net, _run, model_name=net.cfg.name, num_views=2, device=device,
                        dtype=str(tdtype).replace('torch.', ''), patch_size=net.cfg.patch_size,
-                       cuda_graphs=cuda_graphs, logger=logger, details={'scale_free': True},
+                       cuda_graphs=cuda_graphs, logger=logger,
+                       details={**registry.model(model).details(), 'scale_free': True},
                        mean=NORM_MEAN, std=NORM_STD)

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
+from tt_depth_ros.engines.base import ANY_VIEWS, Engine, EngineInfo, check_views
 from tt_depth_ros.geometry.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
 
 RunFn = Callable[[nn.Module, list[torch.Tensor]], dict[str, torch.Tensor]]
@@ -93,7 +93,8 @@ class TorchEngine(Engine):
         run: `run(model, views)`; views are (1, 3, H, W) float32 normalised tensors on the device;
             returns tensors at network resolution without the batch dimension.
         model_name: For `info`, e.g. 'da3metric-large'.
-        num_views: Images per `infer` call (1 for DA3, 2 for DUSt3R).
+        num_views: Images per `infer` call (1 for DA3, 2 for DUSt3R, ANY_VIEWS: any number;
+            no CUDA graphs then, since a graph fixes the count).
         device: 'cpu' or 'cuda:N'.
         dtype: Activation dtype name for `info` (the builder casts the weights).
         patch_size: Input sides must be positive multiples of this.
@@ -115,7 +116,11 @@ class TorchEngine(Engine):
         self._cuda = self._device.type == 'cuda'
         if cuda_graphs and not self._cuda:
             raise ValueError('cuda_graphs=True needs a CUDA device')
-        self._graphs_on = self._cuda if cuda_graphs is None else bool(cuda_graphs)
+        if cuda_graphs and num_views == ANY_VIEWS:
+            raise ValueError('cuda_graphs=True needs a fixed number of views (a graph captures '
+                             'one count); build with num_views=N')
+        self._graphs_on = (self._cuda and num_views != ANY_VIEWS if cuda_graphs is None
+                           else bool(cuda_graphs))
         self._model = model.to(self._device).eval()
         self._run = run
         self._log = logger if logger is not None else _log

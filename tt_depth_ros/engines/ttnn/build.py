@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.ttnn.context import TtContext, load_ttnn, open_device, trace_region_size
 from tt_depth_ros.engines.ttnn.engine import TtnnEngine
 from tt_depth_ros.engines.ttnn.precision import parse_precision
@@ -11,24 +12,23 @@ from tt_depth_ros.engines.ttnn.weight_cache import weight_cache_for
 MAX_TRACED_SHAPES = 2   # default traces kept (a node uses one camera shape); LRU beyond
 
 
-def _family(model: str, config):
+def _family(spec: registry.ModelSpec, config):
     """(device network class, config, checkpoint key mapping, checkpoint reader) of a model.
 
     The readers are the torch engines' own: DUSt3R's reads `.pth` with weights_only=True and
     the argparse.Namespace allowlist of upstream training checkpoints.
     """
-    if model.startswith('da3'):
+    model = spec.name
+    if spec.family == 'da3':
         from tt_depth_ros.engines.ttnn.da3_model import TtDA3
         from tt_depth_ros.engines.weights import read_state_dict
         from tt_depth_ros.models.da3.checkpoint import map_state_dict
         from tt_depth_ros.models.da3.config import CONFIGS
         return TtDA3, config or CONFIGS.get(model), map_state_dict, read_state_dict
-    if model.startswith('dust3r'):
-        from tt_depth_ros.engines.ttnn.dust3r_model import TtDust3r
-        from tt_depth_ros.models.dust3r.checkpoint import map_state_dict, read_checkpoint
-        from tt_depth_ros.models.dust3r.config import CONFIGS
-        return TtDust3r, config or CONFIGS.get(model), map_state_dict, read_checkpoint
-    raise ValueError(f'ttnn backend: unknown model {model!r}')
+    from tt_depth_ros.engines.ttnn.dust3r_model import TtDust3r
+    from tt_depth_ros.models.dust3r.checkpoint import map_state_dict, read_checkpoint
+    from tt_depth_ros.models.dust3r.config import CONFIGS
+    return TtDust3r, config or CONFIGS.get(model), map_state_dict, read_checkpoint
 
 
 def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
@@ -53,10 +53,11 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     """
     if int(max_traced_shapes) < 1:
         raise ValueError(f'max_traced_shapes={max_traced_shapes}: need at least 1')
-    net_cls, cfg, map_sd, read = _family(model, config)
+    spec = registry.model(model)
+    net_cls, cfg, map_sd, read = _family(spec, config)
     if cfg is None:
         raise ValueError(f'ttnn backend: no config for {model!r}')
-    precision = parse_precision(dtype, 'da3' if model.startswith('da3') else 'dust3r')
+    precision = parse_precision(dtype, spec.family)
     if state_dict is None:
         from tt_depth_ros.engines.weights import resolve_weights
         state_dict = read(resolve_weights(model, weights, revision))
@@ -76,4 +77,5 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
         ttnn.close_device(device)
         raise
     return TtnnEngine(ctx, net, model_name=model, device_id=device_id, logger=logger,
-                      max_traced_shapes=int(max_traced_shapes))
+                      max_traced_shapes=int(max_traced_shapes),
+                      details=spec.details())

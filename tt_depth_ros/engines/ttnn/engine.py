@@ -36,12 +36,15 @@ class TtnnEngine(Engine):
     """The traced engine.
 
     Args: ctx (context.TtContext), net (TtDA3 / TtDust3r), model name, logger,
-    max_traced_shapes (shapes kept prepared; the least recently used beyond it is evicted).
+    max_traced_shapes (shapes kept prepared; the least recently used beyond it is evicted),
+    details (the model's registry facts for `info.details`: 'kind', 'is_metric').
     """
 
     def __init__(self, ctx, net, *, model_name: str, device_id: int = 0,
-                 logger: Optional[Any] = None, max_traced_shapes: int = 2):
+                 logger: Optional[Any] = None, max_traced_shapes: int = 2,
+                 details: Optional[dict] = None):
         self.ctx, self.net, self.model_name, self.device_id = ctx, net, model_name, device_id
+        self.model_details = dict(details or {})
         self.num_views = net.num_views
         self.logger = logger
         self.max_traced_shapes = int(max_traced_shapes)
@@ -54,7 +57,8 @@ class TtnnEngine(Engine):
         return EngineInfo(backend='ttnn', device=f'p150:{self.device_id}',
                           dtype=self.ctx.precision.name,
                           model=self.model_name,
-                          details={'dispatch': self.ctx.dispatch,
+                          details={**self.model_details,
+                                   'dispatch': self.ctx.dispatch,
                                    'grid': f'{self.ctx.grid[0]}x{self.ctx.grid[1]}',
                                    'precision': self.ctx.precision.name,
                                    'shapes': [list(s) for s in self._shapes]})

@@ -6,10 +6,11 @@ defaults (a test keeps them in step).
 """
 from __future__ import annotations
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.geometry.scale import SOURCES
 from tt_depth_ros.ros.runtime.params import ParamSpec
 
-DUST3R_MODELS = ('dust3r-vitl-512-dpt', 'dust3r-tiny')
+DUST3R_MODELS = registry.names(family='dust3r')
 
 PAIR_PARAMS = (
     ParamSpec('mode', 'stereo', "'stereo' (two cameras, paired by stamp) or 'temporal' (one "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-BACKENDS = ('auto', 'ttnn', 'torch-cuda', 'torch-cpu')
+from tt_depth_ros.engines.select import REQUESTS
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...], default: str,
@@ -13,6 +13,6 @@ def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...
     parser.add_argument('--weights', help='weights file (default: HF cache, else pinned download)')
     parser.add_argument('--revision', help='Hugging Face revision (default: the pinned one)')
     parser.add_argument('--offline', action='store_true', help='never download (HF_HUB_OFFLINE)')
-    parser.add_argument('--backend', default='auto', choices=BACKENDS)
+    parser.add_argument('--backend', default='auto', choices=REQUESTS)
     parser.add_argument('--device-id', type=int, default=0)
     parser.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help=dtype_help)

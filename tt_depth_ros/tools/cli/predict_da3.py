@@ -19,26 +19,29 @@ from pathlib import Path
 
 import numpy as np
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.tools.cli.engine_args import add_engine_arguments
 
 FORMATS = ('png16', 'npz', 'npy', 'color', 'ply')
 MULTI_FORMATS = ('json', 'ply', 'npz')
-MODELS = ('da3metric-large', 'da3mono-large', 'da3-small', 'da3-base', 'da3-large-1.1',
-          'da3-giant-1.1', 'da3nested-giant-large-1.1', 'da3metric-tiny', 'da3-anyview-tiny')
+MODELS = registry.names(family='da3')
 METRIC_FORMATS = {'png16', 'ply'}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `predict da3` options to `parser`."""
     parser.add_argument('images', nargs='+', help='image files (any format Pillow reads)')
+    published = [registry.model(m) for m in registry.names(family='da3', published=True)]
+    metres = ', '.join(m.name for m in published if m.is_metric)
+    relative = ', '.join(m.name for m in published if not m.is_metric)
     add_engine_arguments(parser, MODELS, 'da3metric-large',
-                         model_help='metres: da3metric-large, da3nested-giant-large-1.1; relative: '
-                                    'da3mono-large, da3-small, da3-base, da3-large-1.1, '
-                                    'da3-giant-1.1 (the any-view ones also estimate the camera)',
+                         model_help=f'metres: {metres}; relative: {relative} (the any-view ones '
+                                    'also estimate the camera)',
                          dtype_help='activation dtype (default float32)')
+    opt_in = [m.name for m in published if m.needs_licence_opt_in]
     parser.add_argument('--accept-nc-license', action='store_true',
-                        help='accept the CC-BY-NC-4.0 (non-commercial) licence of da3-large-1.1, '
-                             'da3-giant-1.1 and da3nested-giant-large-1.1')
+                        help='accept the CC-BY-NC-4.0 (non-commercial) licence of '
+                             f"{', '.join(opt_in[:-1])} and {opt_in[-1]}")
     parser.add_argument('--multi-view', action='store_true',
                         help='all images are views of one scene (any-view / NESTED models): '
                              'poses.json, cloud.ply, views.npz')
@@ -116,10 +119,9 @@ def _run_multi_view(args: argparse.Namespace, formats: list[str], log: logging.L
 
 def run(args: argparse.Namespace) -> int:
     """Predict every image; write the requested files; return an exit code."""
-    from tt_depth_ros.engines.torch.da3 import TORCH_ONLY, is_metric
-
-    formats = _formats(args, is_metric(args.model))
-    if args.multi_view and args.model not in TORCH_ONLY:
+    spec = registry.model(args.model)
+    formats = _formats(args, spec.is_metric)
+    if args.multi_view and not spec.multi_view:
         raise ValueError(f'--multi-view needs an any-view or NESTED model, not {args.model}')
     if (args.fx is None) != (args.fy is None):
         raise ValueError('--fx and --fy go together')

@@ -10,9 +10,10 @@ import logging
 import os
 from pathlib import Path
 
+from tt_depth_ros.engines import registry
 from tt_depth_ros.tools.cli.engine_args import add_engine_arguments
 
-MODELS = ('dust3r-vitl-512-dpt', 'dust3r-tiny')
+MODELS = registry.names(family='dust3r')
 
 
 def _parse_intrinsics(text: str):
