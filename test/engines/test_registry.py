@@ -1,5 +1,8 @@
-"""The one model table (engines/registry.py): consistent with the model configs, torch-free, and
-the source of every other list (CLI choices, pair node checks, predictors, engine details)."""
+"""The one model table (engines/registry.py).
+
+Consistent with the model configs, torch-free, and the source of every other list (CLI choices,
+pair node checks, predictors, engine details).
+"""
 import subprocess
 import sys
 

@@ -115,6 +115,16 @@ def test_dispatch_and_grid(ttnn, da3_tiny_sd):
         assert eng.info.backend == 'ttnn'
 
 
+def test_engine_details_carry_the_registry_kind(ttnn, da3_tiny_sd):
+    """The depth node reads the kind from info.details: a ttnn DA3MONO engine is relative."""
+    from tt_depth_ros.models.da3.config import TINY
+
+    with _engine(da3_tiny_sd) as eng:
+        assert eng.info.details['kind'] == 'metric' and eng.info.details['is_metric'] is True
+    with build_ttnn_engine('da3mono-large', state_dict=da3_tiny_sd, config=TINY) as eng:
+        assert eng.info.details['kind'] == 'mono' and eng.info.details['is_metric'] is False
+
+
 @pytest.mark.parametrize('dtype,floor', [('bfloat16-hifi2', 0.999), ('bfloat8_b', 0.99),
                                          ('bfloat8_b-lofi', 0.95)])
 def test_precision_knobs_measured(ttnn, da3_tiny_sd, dtype, floor):
