@@ -37,8 +37,8 @@ from tt_depth_ros.geometry.pnp import PoseResult
 from tt_depth_ros.geometry.ray_pnp import relative_pose_from_rays
 from tt_depth_ros.geometry.scale import ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.pipelines.depth import engine_kind
 from tt_depth_ros.pipelines.pair_dust3r import PairOutputs, PairPipeline, PairSettings
-from tt_depth_ros.ros.depth.relative_outputs import engine_kind
 
 ANYVIEW_PAIR_MODELS = ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1',
                        'da3nested-giant-large-1.1', 'da3-anyview-tiny')

@@ -45,7 +45,6 @@ from tt_depth_ros.geometry.se3 import invert_T
 from tt_depth_ros.pipelines.pair_anyview import ANYVIEW_PAIR_MODELS, make_pair_pipeline
 from tt_depth_ros.pipelines.pair_dust3r import PairPipeline, PairSettings
 from tt_depth_ros.ros.msgs.cloud import pointcloud2_msg
-from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.odometry import RobotOdometry
 from tt_depth_ros.ros.pair.outputs import PairPublishing, drop_borders
@@ -56,10 +55,10 @@ from tt_depth_ros.ros.runtime.lifecycle_node import (
     PerceptionLifecycleNode,
     with_defaults,
 )
+from tt_depth_ros.ros.runtime.metric_depth_input import MetricDepthInput
 from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
 from tt_depth_ros.ros.runtime.params import ParamSpec
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
-from tt_depth_ros.ros.runtime.stamp_cache import StampedCache
 from tt_depth_ros.ros.runtime.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
 from tt_depth_ros.ros.runtime.tf_qos import TF_QOS, TF_STATIC_QOS
 
@@ -77,7 +76,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         self.pairer: ApproxTimePairer | None = None
         self.chain: KeyframeChain | None = None
         self._out: dict = {}
-        self._metric = StampedCache(30)
+        self.metric_depth = MetricDepthInput(self)
         self._info_lock = threading.Lock()
         self._pair_times: deque = deque(maxlen=256)
         self._window: deque = deque()    # earlier keyframes (rgb) of the temporal window
@@ -205,10 +204,7 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
                 for sub in subscribe_tf(self, self.tf_buffer):
                     self.track_subscription(sub)
         self._last_extrinsic = None
-        self._metric.clear()
-        if self.p['scale_source'] == 'depth':
-            self.track_subscription(self.create_subscription(
-                Image, 'metric_depth', self._on_metric, self.input_qos()))
+        self.metric_depth.start()
 
     def input_qos(self):
         """Input QoS; stereo keeps >= pair_queue_size messages (see the module docstring)."""
@@ -232,20 +228,10 @@ class PairNode(PairPublishing, PerceptionLifecycleNode):
         if self.precheck_image(msg, 'camera'):
             self.offer(msg)
 
-    def _on_metric(self, msg) -> None:
-        try:
-            depth = image_msg_to_depth(msg)
-        except ValueError as exc:
-            self.reject('metric_depth', f'metric_depth: {exc}')
-            return
-        self._metric.put(stamp_to_ns(msg.header.stamp), depth)
-
     # ---- worker side ----------------------------------------------------------------------
     def _metric_for(self, stamp_ns: int, wait: bool = True) -> np.ndarray | None:
         """Metric depth image with exactly this stamp (waits up to metric_depth_wait_s)."""
-        if self.p['scale_source'] != 'depth':
-            return None
-        return self._metric.get(stamp_ns, self.p['metric_depth_wait_s'] if wait else 0.0)
+        return self.metric_depth.image_for(stamp_ns, wait)
 
     def _decode_with_K(self, msg, key: str):
         """(rgb, K or None, border): decoded, rectified when D != 0, K of its stamp's CameraInfo.

@@ -161,6 +161,12 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Cross-parameter checks beyond ranges; return error messages."""
         return []
 
+    def configure_for_engine(self) -> None:
+        """Set up what depends on the built engine, before it is prepared (configure).
+
+        Raise ValueError for parameters the engine's model cannot honour (configure FAILURE).
+        """
+
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network (H, W) shapes to prepare at configure (empty = prepare on the first frame)."""
         return []
@@ -244,6 +250,7 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.cancel.check('after building the engine')
             self.get_logger().info(f'engine built in {time.monotonic() - t0:.2f} s: '
                                    f'{self.engine.info}')
+            self.configure_for_engine()
             for shape in self.expected_shapes():
                 self.ensure_prepared(shape)
                 self.cancel.check('while preparing the engine')
