@@ -5,20 +5,11 @@ and publishing; every step that ends a pair reports one reject reason and return
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 from tt_depth_ros.geometry.scale import ScaleResult
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.outputs import drop_borders
 from tt_depth_ros.ros.pair.params import DUST3R_MODELS
 from tt_depth_ros.ros.runtime.camera_views import CameraView
-
-
-class Published(NamedTuple):
-    """What one processed item put out: the header of its outputs and its stage times (s)."""
-
-    header: Any
-    stages: dict
 
 
 class PairSteps:

@@ -13,26 +13,21 @@ from collections import deque
 from typing import Callable
 
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
+from tt_depth_ros.ros.pair.mode import PairMode, Published
 from tt_depth_ros.ros.pair.outputs import PairOutputs
 from tt_depth_ros.ros.pair.pairing import ApproxTimePairer, Pair
-from tt_depth_ros.ros.pair.steps import PairSteps, Published
+from tt_depth_ros.ros.pair.steps import PairSteps
 
 PAIR_TIMES = 256   # pairs over which pairing_rate_hz is measured
 
 
-class StereoMode:
-    """Pairing, inputs and per-pair work of a stereo rig.
-
-    Args:
-        node: the pair node (subscriptions, prechecks, `offer`, `stats`, parameters `p`).
-        steps: the shared per-pair steps on the node's pipeline.
-        outputs: the node's publishers.
-        metric_for: (stamp_ns, wait) -> metric depth image with that stamp, or None.
-    """
+class StereoMode(PairMode):
+    """Pairing, inputs and per-pair work of a stereo rig (arguments: PairMode)."""
 
     def __init__(self, node, steps: PairSteps, outputs: PairOutputs,
                  metric_for: Callable) -> None:
-        self._node, self._steps, self._out, self._metric_for = node, steps, outputs, metric_for
+        super().__init__(node, steps, outputs, metric_for)
+        node = self._node
         self.pairer = ApproxTimePairer(node.p['pair_tolerance_s'], node.p['pair_queue_size'])
         self._pair_times: deque = deque(maxlen=PAIR_TIMES)
 

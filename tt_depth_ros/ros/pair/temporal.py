@@ -17,9 +17,10 @@ import numpy as np
 from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
 from tt_depth_ros.geometry.se3 import invert_T
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
+from tt_depth_ros.ros.pair.mode import PairMode, Published
 from tt_depth_ros.ros.pair.odometry import RobotOdometry
 from tt_depth_ros.ros.pair.outputs import PairOutputs
-from tt_depth_ros.ros.pair.steps import PairSteps, Published
+from tt_depth_ros.ros.pair.steps import PairSteps
 from tt_depth_ros.ros.runtime.camera_views import CameraView
 from tt_depth_ros.ros.runtime.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
 
@@ -34,20 +35,13 @@ class TemporalFrame:
     view: CameraView
 
 
-class TemporalMode:
-    """Keyframe chain, inputs and per-frame work of one moving camera.
-
-    Args:
-        node: the pair node (subscriptions, prechecks, `offer`, `stats`, parameters `p`).
-        steps: the shared per-pair steps on the node's pipeline.
-        outputs: the node's publishers.
-        metric_for: (stamp_ns, wait) -> metric depth image with that stamp, or None.
-    """
+class TemporalMode(PairMode):
+    """Keyframe chain, inputs and per-frame work of one moving camera (arguments: PairMode)."""
 
     def __init__(self, node, steps: PairSteps, outputs: PairOutputs,
                  metric_for: Callable) -> None:
-        self._node, self._steps, self._out, self._metric_for = node, steps, outputs, metric_for
-        p = node.p
+        super().__init__(node, steps, outputs, metric_for)
+        node, p = self._node, self._node.p
         self.tf_buffer = TfBuffer()
         self.robot = (RobotOdometry(self.tf_buffer, p['robot_base_frame'])
                       if p['robot_base_frame'] else None)
@@ -161,7 +155,3 @@ class TemporalMode:
         self._out.publish_pose(np.eye(4), msg.header.stamp, parent, child, metric,
                                history=self._history())
         return Published(msg.header, {})
-
-    def diagnostics(self) -> dict:
-        """Nothing beyond the shared figures (keyframes are recorded there)."""
-        return {}
