@@ -25,8 +25,8 @@ from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS, PerceptionLifecycleNode
-from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
+from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
+from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
 from tt_depth_ros.ros.runtime.params import ParamSpec
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 
@@ -200,10 +200,6 @@ def params_markdown() -> str:
     return _params_markdown(COMMON_PARAMS + DEPTH_PARAMS)
 
 
-def main(args: list[str] | None = None) -> int:
-    """Console script `depth_node`: start, auto-activate (autostart), spin until SIGINT/SIGTERM."""
-    return run_lifecycle_node(DepthNode, args)
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())
+if __name__ == '__main__':   # `python -m tt_depth_ros.ros.depth.node`: the console script's path
+    from tt_depth_ros.ros.entry_points import depth_node
+    raise SystemExit(depth_node())

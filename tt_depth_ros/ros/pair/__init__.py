@@ -1,4 +1,4 @@
-"""The pair node (DUSt3R or DA3 any-view, two views): parameters, node, pairing, outputs, odometry.
+"""The pair node (DUSt3R or DA3 any-view): node, modes, steps, pairing, outputs, odometry.
 
 May import: ros.runtime, ros.msgs, pipelines, geometry. Never torch, never ros.depth or tools.
 """
