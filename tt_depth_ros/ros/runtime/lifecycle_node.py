@@ -141,8 +141,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         self.state_label = 'unconfigured'
         self.stats = NodeStats()
         self.mailbox = LatestFrameMailbox()
-        self.camera_infos = CameraInfoStore()   # per camera, by stamp (ros/camera_info_sync)
-        self.rectification = InputRectification()   # distorted inputs (ros/rectify_input)
+        self.camera_infos = CameraInfoStore()   # per camera, by stamp
+        self.rectification = InputRectification()   # distorted inputs, undistorted
         self._last_stamp: dict[str, int] = {}
         self._last_log: dict[str, float] = {}
         self._suppressed: dict[str, int] = {}
@@ -191,7 +191,7 @@ class PerceptionLifecycleNode(LifecycleNode):
             if not attr:
                 raise ValueError(f"engine_plugin={plugin!r} must be 'module:callable'")
             kwargs = json.loads(self.p['engine_plugin_args'] or '{}')
-            self.get_logger().warning(f'engine from plugin {plugin} (test/integration path)')
+            self.get_logger().warning(f'engine from plugin {plugin} (for tests and integration)')
             factory = getattr(importlib.import_module(module), attr)
             if _accepts(factory, 'cancel'):
                 kwargs['cancel'] = self.cancel

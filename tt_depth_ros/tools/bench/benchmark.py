@@ -2,7 +2,7 @@
 
 The node under test runs unmodified in its own process (default: the depth node, tiny DA3 on
 torch-cpu; `--node-cmd` for anything else). Frames are pre-buffered from the bag and published at
-controlled rates (tools/replay.Player); outputs are matched to inputs by header stamp
+controlled rates (tools/bag/replay.Player); outputs are matched to inputs by header stamp
 (tools/bench/stats.py). Procedure (docs/ros.md §8): warm-up, idle baseline, fixed-rate runs
 (several rates, repeats), a peak-throughput search (highest rate with <= 5 % drops, bounded
 bisection), then an accuracy pass when the bag has ground-truth depth, then (`--trajectory`) the

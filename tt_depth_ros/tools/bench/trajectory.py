@@ -8,7 +8,7 @@ for monocular VO whose scale and origin are unknown:
 - ATE: RMSE of camera positions after a Sim(3) (Umeyama) alignment of the estimate to the ground
   truth, in ground-truth metres (and the fitted scale);
 - RPE: per consecutive estimated pose pair, the rotation error and the translation-direction
-  error of the relative motion (geometry/accuracy.pose_errors), both scale-free.
+  error of the relative motion (tools/eval/accuracy.pose_errors), both scale-free.
 Fewer than 3 poses: no alignment (`ate_rmse_m` NaN, with the reason). Frames are published at a
 fixed low rate (a frame without a pose publishes nothing, so output pacing would stall).
 """
