@@ -136,8 +136,8 @@ class DepthFamily:
         """(rgb, K_img or None, tx, focal source, border) before inference; None = skipped.
 
         The CameraInfo is the one of the image's stamp and a distorted image is rectified
-        (perception_node.camera_view), exactly as for the metric model; `border` (None or the
-        Rectifier) marks rectified pixels from outside the source image.
+        (ros/runtime/lifecycle_node.camera_view), exactly as for the metric model; `border` (None
+        or the Rectifier) marks rectified pixels from outside the source image.
         """
         node, fs = self.node, self.node.p['focal_source']
         if self.estimates and (fs == 'estimated' or (fs == 'auto' and not self._has_camera_info())):

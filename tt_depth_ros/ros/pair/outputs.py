@@ -27,7 +27,8 @@ def drop_borders(result, borders):
         result: a PairResult (or the any-view one): `mask1`/`mask2` on the network grids of
             `plan1`/`plan2`.
         borders: (border of view 1, border of view 2), each None or the Rectifier whose mask
-            marks the rectified pixels from outside the source image (perception_node.camera_view).
+            marks the rectified pixels from outside the source image
+            (ros/runtime/lifecycle_node.camera_view).
     """
     for i, (border, plan) in enumerate(zip(borders, (result.plan1, result.plan2)), 1):
         if border is not None:

@@ -88,7 +88,7 @@ class Player:
 
     Args:
         node: rclpy Node that owns the publishers.
-        messages: bag messages in time order (bag_io.read_bag).
+        messages: bag messages in time order (tools/bag/io.read_bag).
         types: {topic: msgtype} of the messages.
         remap: {bag topic: published topic}.
         frame_topic: topic that ends a frame (default: default_frame_topic).
