@@ -22,6 +22,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 from tt_depth_ros.tools.bag.io import BagMessage, has_header, header_stamp_ns, read_bag, restamp
 
@@ -53,6 +54,13 @@ def default_frame_topic(messages: list[BagMessage], types: dict[str, str]) -> st
         raise ValueError('the bag has no sensor_msgs/msg/Image topic; pass frame_topic explicitly')
     return sorted(counts, key=lambda t: (-counts[t], not t.endswith('image_raw'),
                                          'image' not in t.rsplit('/', 1)[-1], len(t), t))[0]
+
+
+class Primed(NamedTuple):
+    """What `Player.prime` got: latencies (ms) of the frames answered, stamp offset to use next."""
+
+    latencies_ms: list[float]
+    next_offset_ns: int
 
 
 class StampWaiter:
@@ -222,7 +230,7 @@ class Player:
         return self._stats(sent, timeouts, t0)
 
     def prime(self, consumer, outputs: int = 1, *, attempt_timeout_s: float = 10.0,
-              total_timeout_s: float = 300.0, stamp_offset_ns: int = 0) -> tuple[list, int]:
+              total_timeout_s: float = 300.0, stamp_offset_ns: int = 0) -> Primed:
         """Send single frames until `outputs` of them produced an output on `consumer`.
 
         The first frames after discovery can be lost (a best-effort reader not yet matched to
@@ -230,7 +238,7 @@ class Player:
         waited for at most `attempt_timeout_s` and resent, within `total_timeout_s`.
 
         Returns:
-            (latencies in ms of the frames that got an output, stamp offset to use next).
+            Latencies of the frames that got an output and the stamp offset to use next.
         """
         lat: list[float] = []
         deadline = time.monotonic() + total_timeout_s
@@ -245,7 +253,7 @@ class Player:
             offset += self.loop_span_ns
             got = consumer.take()
             lat += [(got[k] - t) / 1e6 for k, t in sent.items() if k in got]
-        return lat, offset
+        return Primed(lat, offset)
 
     @staticmethod
     def _stats(sent: int, timeouts: int, t0: float) -> dict:
