@@ -39,7 +39,7 @@ def _warm_up(s: BenchSession, cfg: BenchConfig) -> list[float]:
 
 
 def _rule_v1_file(model: str) -> str:
-    from tt_depth_ros.tools.demo.weights import write_rule_v1_checkpoint
+    from tt_depth_ros.tools.bench.rule_v1_checkpoint import write_rule_v1_checkpoint
     return str(write_rule_v1_checkpoint(
         model, Path(tempfile.gettempdir()) / f'tt_bench_{model}_rule-v1.safetensors'))
 
