@@ -2,13 +2,13 @@
 
 Layers (docs/design.md §2, each folder's `__init__.py`): models and geometry at the bottom (each
 imports only itself), then engines (models, geometry), pipelines, api, ros and tools; a module
-may import its own layer and the ones below it. On top of the order: geometry never imports torch or ROS; models, engines, pipelines and api
-never import ROS; ros never imports torch (an engine is built through engines/, which imports
-torch lazily); inside ros, ros.runtime and ros.msgs never import a node package (ros.depth,
-ros.pair), and the two node packages never import each other; inside tools, tools.eval is
-evaluation only (geometry and numpy), tools.cli has no ROS, and bag -> bench -> demo import one
-way. Every import counts, also the ones inside functions (a lazy import still couples the
-modules). The module graph has no cycle.
+may import its own layer and the ones below it. On top of the order: geometry never imports
+torch or ROS; models, engines, pipelines and api never import ROS; ros never imports torch (an
+engine is built through engines/, which imports torch lazily); inside ros, ros.runtime and
+ros.msgs never import a node package (ros.depth, ros.pair), and the two node packages never
+import each other; inside tools, tools.eval is evaluation only (geometry and numpy), tools.cli
+has no ROS, and bag -> bench -> demo import one way. Every import counts, also the ones inside
+functions (a lazy import still couples the modules). The module graph has no cycle.
 
 Every failure names the importing file, the line and what it imports.
 """
