@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tt_depth_ros.tools.bag.io import BagMessage, has_header, header_stamp_ns, read_bag, restamp
+from tt_depth_ros.tools.bag.loopback_option import add_loopback_option, apply_loopback_option
 
 MODES = ('recorded', 'rate', 'consumer')
 
@@ -303,15 +304,10 @@ def main(argv: list[str] | None = None) -> int:
                     help='--wait-subscribers applies to every published topic (and /clock)')
     ap.add_argument('--record', type=Path, help='record --record-topic topics into this new bag')
     ap.add_argument('--record-topic', nargs='+', default=[], metavar='TOPIC[:TYPE]')
-    ap.add_argument('--loopback', action='store_true',
-                    help='confine ROS 2 to this host (LOCALHOST discovery, the loopback Fast DDS '
-                         'profile, rmw_fastrtps_cpp; keeps an exported ROS_DOMAIN_ID, else picks '
-                         'one for this run); default: the ROS environment as given')
+    add_loopback_option(ap)
     a = ap.parse_args(argv)
 
-    if a.loopback:   # only on request: by default the user's ROS environment is used as is
-        from tt_depth_ros.ros.runtime.loopback import apply_loopback_env
-        apply_loopback_env()
+    apply_loopback_option(a)   # only on request: by default the ROS environment is used as is
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
