@@ -7,8 +7,8 @@ Pins: no network to the Hugging Face hub was available when these entries were w
 commit and no SHA-256 could be verified for any of them: `revision=None` and `sha256=None` (a
 download needs an explicit `revision=<commit>`, an already cached copy at that revision or an
 explicit file). The file sizes below are the ones published for the fp32 `model.safetensors`
-files (golden/da3_anyview/README.md: the rule-v1 files of the same key layout are 592 header bytes
-smaller, which confirms the layout); they are documentation, not a check.
+files (test/data/da3_anyview/README.md: the rule-v1 files of the same key layout are 592 header
+bytes smaller, which confirms the layout); they are documentation, not a check.
 
 Licences (model cards; docs/da3.md §1): DA3-SMALL and DA3-BASE are Apache-2.0 (as DA3METRIC-LARGE
 and DA3MONO-LARGE); DA3-LARGE-1.1, DA3-GIANT-1.1 and DA3NESTED-GIANT-LARGE-1.1 are CC-BY-NC-4.0

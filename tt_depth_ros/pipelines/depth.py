@@ -379,7 +379,7 @@ class DepthPredictor:
     Args:
         engine: A DA3 engine (`engines.factory.build_engine`).
         is_metric: Whether the model's depth is metric (False for da3mono-large).
-        kind: 'metric', 'mono', 'anyview' or 'nested' (engines.da3.model_kind); None = from
+        kind: 'metric', 'mono', 'anyview' or 'nested' (engines.torch.da3.model_kind); None = from
             `is_metric` ('metric' / 'mono').
         process_res: Long-side target of the upstream resize (default 504).
         fixed_size: Force the network size (h, w), multiples of 14 (may change the aspect).

@@ -199,7 +199,3 @@ def params_markdown() -> str:
     """The depth node's parameter table in Markdown (README material)."""
     return _params_markdown(COMMON_PARAMS + DEPTH_PARAMS)
 
-
-if __name__ == '__main__':   # `python -m tt_depth_ros.ros.depth.node`: the console script's path
-    from tt_depth_ros.ros.entry_points import depth_node
-    raise SystemExit(depth_node())

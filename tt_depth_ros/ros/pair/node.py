@@ -184,7 +184,3 @@ def params_markdown() -> str:
     return _params_markdown(with_defaults(COMMON_PARAMS, PairNode.COMMON_DEFAULTS)
                             + list(PAIR_PARAMS))
 
-
-if __name__ == '__main__':   # `python -m tt_depth_ros.ros.pair.node`: the console script's path
-    from tt_depth_ros.ros.entry_points import pair_node
-    raise SystemExit(pair_node())

@@ -4,7 +4,7 @@
 node's model, weights, backend and cancellation token, or, the one plugin seam for test engines,
 the `engine_plugin` parameter ('module:callable', keyword arguments from `engine_plugin_args`; the
 callable gets the token too when it has a `cancel` parameter). A plugin is never chosen
-automatically and is logged as the test/integration path.
+automatically and is logged as the path for tests and integration.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _plugin_engine(plugin: str, plugin_args: str, cancel: CancelToken, logger) -
     if not attr:
         raise ValueError(f"engine_plugin={plugin!r} must be 'module:callable'")
     kwargs = json.loads(plugin_args or '{}')
-    logger.warning(f'engine from plugin {plugin} (test/integration path)')
+    logger.warning(f'engine from plugin {plugin} (for tests and integration)')
     factory = getattr(importlib.import_module(module), attr)
     if _accepts(factory, 'cancel'):
         kwargs['cancel'] = cancel
