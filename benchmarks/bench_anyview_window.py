@@ -2,12 +2,12 @@
 """Temporal trajectory accuracy of the pair node's any-view path: window_size 2 vs N.
 
 Not a test: it prints figures. The synthetic sequence is the ray-cast corridor walk of
-tools/eval/scene_render.py (the one the pair-node tests use); frames go through the pair node's own
-pipeline (ros/anyview_pair.AnyviewPairPipeline) and keyframe chain (geometry/keyframes.py) with the
-same per-frame steps as `PairNode._process_temporal`, once per window size, and the resulting
-trajectory is compared with the ground truth: ATE RMSE after the best single scale (the any-view
-models are relative), mean rotation error and mean translation-direction error of the per-frame
-poses in the first camera, seconds per frame.
+tools/eval/scene_render.py (the one the pair-node tests use); frames go through the pair node's
+own pipeline (pipelines/pair_anyview.AnyviewPairPipeline) and keyframe chain
+(geometry/keyframes.py) with the same per-frame steps as `PairNode._process_temporal`, once per
+window size, and the resulting trajectory is compared with the ground truth: ATE RMSE after the
+best single scale (the any-view models are relative), mean rotation error and mean
+translation-direction error of the per-frame poses in the first camera, seconds per frame.
 
 Weights: `--weights FILE` or the Hugging Face cache for `--model` (da3-small by default; the
 CC-BY-NC models need TT_DEPTH_ACCEPT_NC_LICENSE=1). Without them (offline) it runs the tiny

@@ -35,7 +35,7 @@ def build(name: str):
     """Model with rule-v1 + X1 weights written parameter by parameter (no second copy)."""
     import torch
 
-    from tt_depth_ros.engines.torch.da3 import NESTED
+    from tt_depth_ros.engines.registry import model
     from tt_depth_ros.models.da3.checkpoint import AUX_LN_ALIASES
     from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS, CONFIGS
     from tt_depth_ros.models.da3.model import DA3Model
@@ -43,7 +43,8 @@ def build(name: str):
     from tt_depth_ros.models.weight_rule import rule_v1_tensor
 
     with torch.device('meta'):
-        net = NestedDA3() if name == NESTED else DA3Model({**CONFIGS, **ANYVIEW_CONFIGS}[name])
+        nested = model(name).kind == 'nested'
+        net = NestedDA3() if nested else DA3Model({**CONFIGS, **ANYVIEW_CONFIGS}[name])
     net = net.to_empty(device='cpu').eval()
     with torch.no_grad():
         for key, p in net.state_dict(keep_vars=True).items():

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-UPSTREAM_S = 13.6          # README §7: one model(view1, view2) at 384x512, idle, 2 threads
+UPSTREAM_S = 13.6   # test/data/dust3r/README.md §7: model(view1, view2), 384x512, idle, 2 threads
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -66,8 +66,8 @@ def main() -> int:
           f'{flops["decoder"] / 1e12:.3f} + heads {flops["heads"] / 1e12:.3f} = '
           f'{flops["total"] / 1e12:.3f} TFLOP -> {flops["total"] / best / 1e9:.0f} GFLOP/s')
     if args.model == 'dust3r-vitl-512-dpt' and (h, w) == (384, 512):
-        print(f'  upstream (fixture README §7, idle, same machine class): {UPSTREAM_S:.1f} s '
-              f'-> ours/upstream = {best / UPSTREAM_S:.2f} (target <= 0.80)')
+        print(f'  upstream (test/data/dust3r/README.md §7, idle, same machine class): '
+              f'{UPSTREAM_S:.1f} s -> ours/upstream = {best / UPSTREAM_S:.2f} (target <= 0.80)')
     return 0
 
 

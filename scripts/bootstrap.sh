@@ -7,7 +7,7 @@
 # every input makes a re-run with nothing changed take about a second.
 #
 #   scripts/bootstrap.sh [jazzy|kilted]      -> .venv (jazzy, default) or .venv-kilted
-#   TT_DEPTH_ROS_SHARED=/path/to/shared      -> where to look for ros/launch (default ../shared)
+#   TT_DEPTH_ROS_SHARED=/path/to/shared      -> where to look for <shared>/ros/launch (default ../shared)
 set -euo pipefail
 start=$(date +%s.%N)
 distro="${1:-jazzy}"
@@ -93,7 +93,7 @@ if [[ -n "$launch_dir" ]]; then
   generate_interfaces composition_interfaces.srv "$launch_dir/src/composition_interfaces"
   echo "bootstrap[$distro]: launch system and ros2 CLI installed from $launch_dir ($(elapsed) s)"
 else
-  echo "bootstrap[$distro]: no ${TT_DEPTH_ROS_SHARED:-$root/../shared}/ros/launch: launch/ros2 CLI not installed" \
+  echo "bootstrap[$distro]: no ${TT_DEPTH_ROS_SHARED:-$root/../shared}/ros/launch: launch system and ros2 CLI not installed" \
        "(the real-launch tests skip outside CI)"
 fi
 

@@ -53,7 +53,7 @@ def test_bfloat16_backbone_keeps_fp32_heads():
     ref = fixture('tiny_80x112')
     assert all(np.isfinite(v).all() for v in out.values())
     rel = np.linalg.norm(out['pts3d_1'] - ref['pts3d'][0]) / np.linalg.norm(ref['pts3d'])
-    assert rel < 0.2   # bf16 is not parity-grade (README §5), only sane
+    assert rel < 0.2   # bf16 is not parity-grade (test/data/dust3r/README.md §5), only sane
     eng.close()
 
 

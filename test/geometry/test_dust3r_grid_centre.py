@@ -1,4 +1,4 @@
-"""The image centre on the DUSt3R grid and the inverse intrinsics mapping (issue 12, item 4)."""
+"""The image centre on the DUSt3R grid and the inverse intrinsics mapping."""
 import numpy as np
 import pytest
 

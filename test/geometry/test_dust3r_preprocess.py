@@ -1,4 +1,4 @@
-"""DUSt3R preprocessing vs upstream load_images fixtures (test/data/dust3r README §4): exact."""
+"""DUSt3R preprocessing vs upstream load_images fixtures (test/data/dust3r/README.md §4): exact."""
 from __future__ import annotations
 
 import numpy as np

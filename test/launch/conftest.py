@@ -54,7 +54,7 @@ def launch_env(tmp_path_factory) -> dict:
 @pytest.fixture(scope='session')
 def tiny_weights(tmp_path_factory) -> dict[str, str]:
     """rule-v1 checkpoints of the tiny test configs: model name -> file."""
-    from tt_depth_ros.tools.demo.weights import write_rule_v1_checkpoint
+    from tt_depth_ros.tools.bench.rule_v1_checkpoint import write_rule_v1_checkpoint
     folder = tmp_path_factory.mktemp('weights')
     return {m: str(write_rule_v1_checkpoint(m, folder / f'{m}.safetensors'))
             for m in ('da3metric-tiny', 'dust3r-tiny')}

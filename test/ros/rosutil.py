@@ -36,7 +36,7 @@ def child_env() -> dict:
 
 def depth_node_cmd(ns: str, params: dict, name: str = 'depth_node') -> list[str]:
     """`python -m tt_depth_ros.ros.depth.node --ros-args ...` in namespace `ns`."""
-    return ros_node_cmd('tt_depth_ros.ros.depth.node', ns, params, name)
+    return ros_node_cmd('tt_depth_ros.ros.depth', ns, params, name)
 
 
 def node_script(name: str) -> Path:

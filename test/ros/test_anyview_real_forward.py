@@ -68,7 +68,7 @@ def test_tiny_anyview_depth_and_pair_nodes(tmp_path):
         probe.subscribe(Image, '/avr_p/depth_unscaled', RELIABLE)
         img = probe.publisher(Image, '/avr_d/image', RELIABLE)
         cams = [probe.publisher(Image, f'/avr_p/camera{i}/image', RELIABLE) for i in (1, 2)]
-        pair_cmd = ros_node_cmd('tt_depth_ros.ros.pair.node', '/avr_p', pair_params,
+        pair_cmd = ros_node_cmd('tt_depth_ros.ros.pair', '/avr_p', pair_params,
                                 'pair_node')
         with spawn(depth_node_cmd('/avr_d', depth_params), env=child_env(),
                    name='avr-depth') as pd, \

@@ -1,4 +1,4 @@
-"""ros/camera_info_sync.CameraInfoStore: exact / nearest / latest matching, counters, time jumps."""
+"""CameraInfoStore (ros/runtime/camera_info_sync.py): exact/nearest/latest, counters, time jumps."""
 import threading
 
 from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore

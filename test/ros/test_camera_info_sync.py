@@ -1,4 +1,4 @@
-"""Each image is processed with the CameraInfo of its own stamp (issue 12, scenario 1).
+"""Each image is processed with the CameraInfo of its own stamp (a focal change between frames).
 
 The depth node runs in its own process with the known-depth engine double (constant raw depth,
 a slow engine so the worker is busy while newer CameraInfos arrive). Depth is DA3's raw depth times

@@ -1,8 +1,9 @@
 """config/depth.yaml and the launch files agree with the node's declared parameters and topics.
 
-launch/launch_ros are not installable here, so the launch files are compiled (syntax) and their
-text checked for the executable, config file and topic names; the YAML must list every declared
-parameter except the test/integration-only engine plugin ones, with values the node accepts.
+The launch and launch_ros packages are not installable here, so the launch files are compiled
+(syntax) and their text checked for the executable, config file and topic names; the YAML must list
+every declared parameter except the engine plugin ones (tests and integration only), with values
+the node accepts.
 """
 from pathlib import Path
 

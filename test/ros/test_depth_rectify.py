@@ -1,4 +1,4 @@
-"""Distorted lenses through the depth node: rectified like image_proc, geometry exact (issue 12).
+"""Distorted lenses through the depth node: rectified like image_proc, geometry exact.
 
 A synthetic scene is ray-cast through each supported lens model (plumb_bob, rational_polynomial,
 equidistant) with exact per-pixel rays (geometry/rectify.pixel_rays), its red channel coding planar

@@ -143,7 +143,8 @@ def test_anyview_relative_outputs_and_scale_sources(probe):
                   'confidence': Image, 'camera_info_estimated': CameraInfo}
     metric_topics = {'depth': Image, 'depth/camera_info': CameraInfo, 'points': PointCloud2}
     plain = Node(probe, '/rel_none', dict(rel_topics, points_relative=PointCloud2))
-    height = Node(probe, '/rel_height', dict(rel_topics, **metric_topics))
+    height = Node(probe, '/rel_height', dict(rel_topics, points_relative=PointCloud2,
+                                             **metric_topics))
     ratio = Node(probe, '/rel_ratio', dict(rel_topics, depth=Image))
     cmds = [depth_node_cmd('/rel_none', _params('anyview')),
             depth_node_cmd('/rel_height', _params('anyview', scale_source='camera_height',
@@ -189,8 +190,14 @@ def test_anyview_relative_outputs_and_scale_sources(probe):
         assert (out['points_relative'].width, out['points_relative'].height) == (W, H)
 
         # camera_height: the ground plane gives metres; low-confidence rows leave the cloud
+        # (both clouds); points_relative is published every frame, beside the metric outputs
         out = height.frame(20, list(height.outputs))
         _check_header(out, 20)
+        rel = image_msg_to_depth(out['depth_relative']).astype(np.float64)
+        rel_pts = _cloud_xyz(out['points_relative'])
+        assert np.isnan(rel_pts[:10]).all()
+        np.testing.assert_allclose(rel_pts[10:], _backproject(rel, K_EST)[10:], rtol=2e-6,
+                                   atol=1e-6)
         depth = image_msg_to_depth(out['depth'])
         assert out['depth'].encoding == '32FC1'
         np.testing.assert_allclose(depth, Z, rtol=1e-4)
@@ -204,7 +211,7 @@ def test_anyview_relative_outputs_and_scale_sources(probe):
         floor = (Z < WALL)[10:].mean()
         assert abs(float(d['ground_inlier_ratio']) - floor) < 0.02
         # a frame without visible ground: relative outputs, no metric ones, a counted refusal
-        out = height.frame(21, ['depth_relative'], image=BRIGHT)
+        out = height.frame(21, ['depth_relative', 'points_relative'], image=BRIGHT)
         np.testing.assert_allclose(image_msg_to_depth(out['depth_relative']),
                                    Z_WALL / np.float32(REL), rtol=1e-6)
         d = height.diag_when(lambda d: int(d.get('rejected_scale', 0)) >= 1, 'scale refusal')

@@ -11,7 +11,7 @@ import pytest
 
 from tt_depth_ros.geometry.ground_plane import camera_height_scale, fit_ground_plane
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings, relative_scale
-from tt_depth_ros.ros.depth.relative_outputs import DepthFamily
+from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs
 
 
 def _floor_and_wall(pitch_deg, height=1.6, wall=10.0, h=120, w=160, f=120.0, unit=3.0):
@@ -91,15 +91,15 @@ def _node(kind, **params):
 ])
 def test_configure_refuses_meaningless_combinations(kind, params, match):
     with pytest.raises(ValueError, match=match):
-        DepthFamily.for_node(_node(kind, **params))
+        RelativeNestedOutputs.for_node(_node(kind, **params))
 
 
 def test_model_kinds_pick_their_handler():
-    assert DepthFamily.for_node(_node('metric')) is None          # the metric path as before
+    assert RelativeNestedOutputs.for_node(_node('metric')) is None   # the metric path as before
     for kind in ('anyview', 'nested', 'mono'):
-        fam = DepthFamily.for_node(_node(kind))
+        fam = RelativeNestedOutputs.for_node(_node(kind))
         assert fam.kind == kind and fam.relative == (kind != 'nested')
         assert fam.estimates == (kind != 'mono')
     legacy = _node('metric')
     legacy.engine.info.details = {'is_metric': False}              # an engine without 'kind'
-    assert DepthFamily.for_node(legacy).kind == 'mono'
+    assert RelativeNestedOutputs.for_node(legacy).kind == 'mono'

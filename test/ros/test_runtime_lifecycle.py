@@ -29,7 +29,7 @@ def probe():
 
 @pytest.mark.slow   # not `ros`: glibc/torch memory behaviour, the same on Kilted (saves ~60 s)
 def test_configure_cleanup_cycles_return_memory(probe, tmp_path):
-    from tt_depth_ros.tools.demo.weights import write_rule_v1_checkpoint
+    from tt_depth_ros.tools.bench.rule_v1_checkpoint import write_rule_v1_checkpoint
     weights = write_rule_v1_checkpoint('da3metric-large', tmp_path / 'model.safetensors')
     ns, node = '/mem', '/mem/depth_node'
     params = {'model': 'da3metric-large', 'weights_path': str(weights), 'backend': 'torch-cpu',

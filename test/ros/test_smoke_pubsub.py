@@ -1,4 +1,4 @@
-"""Issue 2 smoke: 640x480 rgb8 Images cross processes intact (best effort, reliable), loopback only.
+"""Transport smoke: 640x480 rgb8 Images cross processes intact (best effort, reliable), loopback.
 
 A publisher process and a subscriber process (separate from this one) exchange 20 frames whose
 content encodes their index; the subscriber checks every byte. Both children report the ROS

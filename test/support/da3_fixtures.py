@@ -88,7 +88,7 @@ ANYVIEW_KEY_LISTS = {'da3-small': 'keys_da3-small.txt', 'da3-base': 'keys_da3-ba
                      'da3-large-1.1': 'keys_da3-large-1.1.txt',
                      'da3-giant-1.1': 'keys_da3-giant-1.1.txt',
                      'da3nested-giant-large-1.1': 'keys_da3nested-giant-large-1.1.txt'}
-# golden README "Tolerances": (rtol, atol factor on max|ref|, atol floor on that max)
+# test/data/da3_anyview/README.md "Tolerances": (rtol, atol factor on max|ref|, atol floor on it)
 ANYVIEW_TOL = {'depth': (1e-4, 1e-5, 0.0), 'depth_conf': (1e-4, 1e-5, 0.0),
                'ray_conf': (1e-4, 1e-5, 0.0), 'conf': (1e-4, 1e-5, 0.0),
                'ray': (1e-4, 5e-5, 0.0), 'feat': (1e-4, 2e-5, 0.0), 'cam_token': (1e-4, 2e-5, 0.0),

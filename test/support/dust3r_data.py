@@ -59,7 +59,7 @@ def batched(out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def assert_gates(out: dict[str, np.ndarray], ref: dict[str, np.ndarray], raw: bool = True) -> None:
-    """README §5 gates on one forward (outputs named like the engine: pts3d_1, conf_1, ...)."""
+    """test/data/dust3r/README.md §5 gates on one forward (outputs named like the engine)."""
     for ours, theirs in (('raw1', 'raw1'), ('raw2', 'raw2')) if raw else ():
         a = grid(ref, out[ours], True)
         assert a.shape == ref[theirs].shape, (ours, a.shape, ref[theirs].shape)

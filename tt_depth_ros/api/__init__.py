@@ -1,7 +1,8 @@
 """Python API without ROS: DA3 `DepthPredictor` / `MultiViewPredictor`; DUSt3R in `api.pair`.
 
 `DepthPredictor`: one image, any DA3 model. `MultiViewPredictor`: DA3 any-view / NESTED, N images
-of one scene -> per-view depth and cameras.
+of one scene -> per-view depth and cameras. Thin re-exports of pipelines/. May import:
+pipelines, engines, geometry, models. Never rclpy, ros or tools.
 """
 from tt_depth_ros.api.depth import DepthPredictor, DepthResult
 from tt_depth_ros.api.multiview import MultiViewPredictor, MultiViewResult

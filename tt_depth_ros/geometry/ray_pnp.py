@@ -2,18 +2,18 @@
 
 The DualDPT head's aux branch predicts, per cell of an (hr, wr) = (8 h/14, 8 w/14) grid, a ray
 (channels 0..2 = direction, 3..5 = origin, in the network's world frame and the depth's unit)
-and a ray confidence (docs/da3.md "DualDPT head"). This is an estimate of the cameras that does
-not use the camera decoder, so PnP on it is an independent pose.
+and a ray confidence (test/data/da3_anyview/README.md "DualDPT head"). This is an estimate of the
+cameras that does not use the camera decoder, so PnP on it is an independent pose.
 
 What is relied on, and what is deliberately not:
 
 * Channels 0..2 are the direction and 3..5 the origin, as upstream's own ray-to-camera code reads
   them (`use_ray_pose`: rotation from the directions, camera centre = mean of the origins).
 * The direction is used only up to a positive factor. Upstream's ray-to-camera code divides by
-  its z, and the public sources disagree on its length (DA3 issues #101, #124, #127: the
-  paper's d = R K^-1 p versus unit vectors elsewhere). Our fixtures use synthetic weights, so they
-  cannot settle it either. So each cell's point is built from the unit direction and the
-  length of that pixel's ray to planar depth D:
+  its z, and the public sources disagree on its length (the paper's d = R K^-1 p versus unit
+  vectors elsewhere: ByteDance-Seed/Depth-Anything-3 issues #101, #124, #127). Our fixtures use
+  synthetic weights, so they cannot settle it either. So each cell's point is built from the
+  unit direction and the length of that pixel's ray to planar depth D:
 
       X_world = s_o * origin + D * |K^-1 (u, v, 1)| * direction / |direction|
 

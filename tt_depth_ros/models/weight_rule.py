@@ -19,9 +19,9 @@ X1_FOV_BIAS = '.cam_dec.fc_fov.0.bias'
 def rule_v1_tensor(key: str, shape: tuple[int, ...], x1: bool = False) -> np.ndarray:
     """The rule-v1 value of one checkpoint tensor (float32).
 
-    `x1` adds the extra rule X1 of golden/da3_anyview/README.md, tested first: the any-view camera
-    decoder's FOV layer (Linear -> ReLU) gets 0.1 x the rule-v1 weight and a bias 1 + 0.02 r, so
-    the FOV does not collapse to 0 behind the ReLU (a degenerate camera).
+    `x1` adds the extra rule X1 of test/data/da3_anyview/README.md, tested first: the any-view
+    camera decoder's FOV layer (Linear -> ReLU) gets 0.1 x the rule-v1 weight and a bias
+    1 + 0.02 r, so the FOV does not collapse to 0 behind the ReLU (a degenerate camera).
     """
     shape = tuple(int(s) for s in shape)
     r = np.random.RandomState(zlib.crc32(key.encode('utf-8'))).standard_normal(size=shape)

@@ -1,9 +1,15 @@
-"""Monocular metric depth for Python users: `DepthPredictor` and `DepthResult`.
+"""THE DA3 frame path, and `DepthPredictor` / `DepthResult`, its Python API.
 
-The same pipeline as the depth node (docs/design.md §2), without ROS: camera image -> upstream DA3
-resize to the network grid -> engine -> metres = raw * ((fx'+fy')/2)/300 with fx', fy' at network
-resolution -> sky (sky >= threshold) as +Inf / NaN / kept -> optional max range (+Inf beyond) ->
-optional resize back to the camera resolution (never blending valid with NaN/Inf pixels).
+One camera image through any DA3 model (docs/design.md §2). `DA3FramePath` is the only
+implementation: `DepthPredictor` wraps it for Python users (files, fx/fy arguments), the depth node
+calls it for every kind (ros/depth/node.py; relative and NESTED publishing in
+ros/depth/relative_outputs.py). Per frame: network size (upstream upper-bound resize, or a fixed
+size) -> upstream DA3 resize -> engine -> intrinsics at network resolution (the caller's, the
+model's estimate, or the default focal) -> geometry.depth_postprocess.finish_depth (metres = raw *
+((fx'+fy')/2)/300 with fx', fy' at network resolution for DA3METRIC, sky as +Inf / NaN / kept,
+optional max range, the rectification border invalid, optional resample to the camera resolution
+that never blends valid with NaN/Inf pixels) -> confidence, K, tx and the estimated K on the
+output grid, with per-stage timings.
 
     from tt_depth_ros.api import DepthPredictor
     with DepthPredictor.from_pretrained('da3metric-large', backend='auto') as predictor:
@@ -17,7 +23,9 @@ The any-view models ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1') 
 too: relative depth (`is_metric` False, `depth_units` 'relative'), a confidence map and the
 network's estimated intrinsics (`K_estimated`, mapped to the output grid; used as `K` when none is
 given). NESTED ('da3nested-giant-large-1.1') gives metres without calibration (its scale comes from
-its own estimated intrinsics; given intrinsics only set `K`), a confidence and sky.
+its own estimated intrinsics; in `DepthPredictor` given intrinsics only set `K`; the depth node
+re-aligns the metres to the focal it uses, `FrameOptions.nested_focal_rescale`), a confidence and
+sky.
 """
 from __future__ import annotations
 
@@ -25,7 +33,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 import cv2
 import numpy as np
@@ -36,6 +44,7 @@ from tt_depth_ros.geometry.colorize import colorize_depth
 from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
 from tt_depth_ros.geometry.depth_cloud import organized_points
 from tt_depth_ros.geometry.depth_postprocess import finish_depth
+from tt_depth_ros.geometry.rectify import Rectifier
 from tt_depth_ros.pipelines.io import (
     depth_to_mm16,
     intrinsics_from_args,
@@ -46,6 +55,238 @@ from tt_depth_ros.pipelines.io import (
 
 _log = logging.getLogger(__name__)
 OUTPUTS = ('camera', 'network')
+KINDS = ('metric', 'mono', 'anyview', 'nested')
+"""DA3 model kinds (engines/registry.py): DA3METRIC, DA3MONO, any-view, NESTED."""
+INTRINSICS_SOURCES = ('camera_info', 'estimated', 'default')
+
+
+def engine_kind(details: dict) -> str:
+    """'metric', 'mono', 'anyview' or 'nested' from an engine's info.details."""
+    kind = details.get('kind')
+    if kind:
+        return str(kind)
+    return 'metric' if details.get('is_metric', True) else 'mono'
+
+
+def mean_focal(K: np.ndarray) -> float:
+    """(fx + fy) / 2 of a 3x3 camera matrix, the focal DA3's scales are stated in."""
+    return (float(K[0, 0]) + float(K[1, 1])) / 2.0
+
+
+@dataclass(frozen=True)
+class FrameIntrinsics:
+    """The intrinsics of one camera image and how they were obtained.
+
+    Attributes:
+        source: 'camera_info' (the caller's calibration: a CameraInfo in the node, K or fx/fy in
+            the API), 'estimated' (the model's own estimate: any-view, NESTED) or 'default'
+            (md.DEFAULT_FOCAL_NO_INTRINSICS at network resolution: an unreliable metric scale).
+        K: 3x3 intrinsics of the camera image for 'camera_info'; None for the others.
+        tx: P[0, 3] on the camera image (the stereo baseline term); 0.0 without a calibration.
+    """
+
+    source: str
+    K: Optional[np.ndarray] = None
+    tx: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.source not in INTRINSICS_SOURCES:
+            raise ValueError(f'intrinsics source={self.source!r}; allowed: {INTRINSICS_SOURCES}')
+        if (self.K is not None) != (self.source == 'camera_info'):
+            raise ValueError(f"intrinsics source={self.source!r} with K={self.K!r}: K is given "
+                             "exactly for 'camera_info'")
+
+
+@dataclass(frozen=True)
+class FrameOptions:
+    """How one frame is processed (the depth node's runtime parameters may change between frames).
+
+    Attributes:
+        process_res: Long-side target of the upstream resize.
+        fixed_size: Force the network size (h, w), multiples of 14 (may change the aspect).
+        sky_mode: 'inf' (REP 117), 'nan' or 'keep'.
+        sky_threshold: sky >= threshold is sky (upstream 0.3).
+        max_depth_m: Depth beyond this becomes +Inf; None keeps all.
+        output: 'camera' (resample to the input image) or 'network' (the network grid).
+        nested_focal_rescale: NESTED only: multiply its metres by f_used / f_estimated (mean of
+            fx, fy at network resolution) - upstream aligns its depth to the metric branch scaled
+            with the *estimated* focal, so this is the same alignment with the focal in use (the
+            depth node). False keeps the model's own metres (DepthPredictor).
+    """
+
+    process_res: int = 504
+    fixed_size: Optional[tuple[int, int]] = None
+    sky_mode: str = 'inf'
+    sky_threshold: float = md.SKY_THRESHOLD
+    max_depth_m: Optional[float] = None
+    output: str = 'camera'
+    nested_focal_rescale: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sky_mode not in md.SKY_MODES:
+            raise ValueError(f'sky_mode={self.sky_mode!r}; allowed: {md.SKY_MODES}')
+        if self.output not in OUTPUTS:
+            raise ValueError(f'output={self.output!r}; allowed: {OUTPUTS}')
+        if self.max_depth_m is not None and not (np.isfinite(self.max_depth_m)
+                                                 and self.max_depth_m > 0):
+            raise ValueError(f'max_depth_m={self.max_depth_m} must be positive or None')
+        network_size(640, 480, self.process_res, self.fixed_size)  # validates both
+
+    def network_hw(self, width: int, height: int) -> tuple[int, int]:
+        """Network (H, W) for a width x height camera image (ValueError for an extreme aspect)."""
+        return network_size(width, height, self.process_res, self.fixed_size)
+
+
+@dataclass(frozen=True)
+class DepthFrame:
+    """One image through the DA3 frame path; maps are on the output grid unless said otherwise.
+
+    Attributes:
+        depth: (H, W) float32: metres for DA3METRIC / NESTED, the model's own unit for any-view
+            and mono. NaN = invalid, +Inf = sky (sky_mode 'inf') or beyond max_depth_m.
+        K: 3x3 float64 intrinsics of depth's grid.
+        tx: P[0, 3] on depth's grid.
+        image: (H, W, 3) uint8 RGB on depth's grid (cloud colours, previews).
+        conf: (H, W) float32 confidence (any-view / NESTED), else None.
+        K_estimated: 3x3 intrinsics the network estimated, on depth's grid (any-view / NESTED),
+            else None.
+        K_network: 3x3 intrinsics at network resolution (the ones the metric scale used).
+        intrinsics_source: `FrameIntrinsics.source` of the intrinsics used.
+        focal_used_px: Mean focal of the intrinsics used, on the camera image.
+        focal_estimated_px: Mean focal of the model's estimate on the camera image, else None.
+        raw_depth: (h, w) the network's depth at network resolution.
+        sky_score: (h, w) the network's sky score, None for a model without a sky head.
+        timings: Seconds: 'resize', 'infer', 'postprocess' and the engine's 'engine_<stage>'.
+    """
+
+    depth: np.ndarray
+    K: np.ndarray
+    tx: float
+    image: np.ndarray
+    conf: Optional[np.ndarray]
+    K_estimated: Optional[np.ndarray]
+    K_network: np.ndarray
+    intrinsics_source: str
+    focal_used_px: float
+    focal_estimated_px: Optional[float]
+    raw_depth: np.ndarray
+    sky_score: Optional[np.ndarray]
+    timings: dict
+
+    def sky_mask(self, threshold: float) -> np.ndarray:
+        """(H, W) bool on depth's grid: sky score >= threshold (all False without a sky head)."""
+        score = self.sky_score if self.sky_score is not None else np.zeros_like(self.raw_depth)
+        sky = md.sky_mask(score, threshold)
+        h, w = self.depth.shape
+        if sky.shape != (h, w):
+            sky = cv2.resize(sky.astype(np.uint8), (w, h),
+                             interpolation=cv2.INTER_NEAREST_EXACT).astype(bool)
+        return sky
+
+
+class _GridIntrinsics(NamedTuple):
+    camera: np.ndarray    # 3x3 on the camera image
+    network: np.ndarray   # 3x3 at network resolution
+
+
+class DA3FramePath:
+    """The per-frame DA3 pipeline for one engine (module docstring).
+
+    Args:
+        engine: A DA3 engine (`engines.factory.build_engine`).
+        kind: One of KINDS (`engine_kind`: the registry's kind, carried by the engine's info).
+    """
+
+    def __init__(self, engine: Engine, kind: str) -> None:
+        if kind not in KINDS:
+            raise ValueError(f'DA3 kind={kind!r}; allowed: {KINDS}')
+        self.engine, self.kind = engine, kind
+
+    @property
+    def estimates_intrinsics(self) -> bool:
+        """Whether the model predicts its camera (any-view, NESTED)."""
+        return self.kind in ('anyview', 'nested')
+
+    @property
+    def is_metric(self) -> bool:
+        """Whether the depth comes out in metres (DA3METRIC, NESTED)."""
+        return self.kind in ('metric', 'nested')
+
+    def intrinsics(self, K: Optional[np.ndarray], tx: float = 0.0) -> FrameIntrinsics:
+        """The caller's K when it has one, else the model's estimate, else the default focal."""
+        if K is not None:
+            return FrameIntrinsics('camera_info', K, tx)
+        return FrameIntrinsics('estimated' if self.estimates_intrinsics else 'default')
+
+    def __call__(self, rgb: np.ndarray, intrinsics: FrameIntrinsics, options: FrameOptions,
+                 border: Optional[Rectifier] = None) -> DepthFrame:
+        """Depth of one camera image.
+
+        Args:
+            rgb: (H, W, 3) uint8 RGB at camera resolution (rectified when `border` is given).
+            intrinsics: Its intrinsics and their source.
+            options: Network size, sky, range and output grid.
+            border: The Rectifier that produced `rgb`: its out-of-source pixels become invalid.
+
+        Raises:
+            ValueError: An image too extreme for the network grid, or 'estimated' intrinsics
+                from a model that gives none.
+        """
+        t0 = time.perf_counter()
+        height, width = rgb.shape[:2]
+        net_h, net_w = options.network_hw(width, height)
+        img_net = resize_to_network(rgb, (net_h, net_w), options.process_res)
+        t1 = time.perf_counter()
+        out = self.engine.infer(img_net)
+        t2 = time.perf_counter()
+        cam_wh, net_wh = (width, height), (net_w, net_h)
+        K_est_net = out.get('intrinsics')
+        if K_est_net is not None:
+            K_est_net = np.asarray(K_est_net, dtype=np.float64)
+        K = self._grid_intrinsics(intrinsics, K_est_net, cam_wh, net_wh)
+        depth_net = out['depth']
+        if self.kind == 'nested' and options.nested_focal_rescale:
+            depth_net = depth_net * np.float32(mean_focal(K.network) / mean_focal(K_est_net))
+        to_camera = options.output == 'camera'
+        out_hw = (height, width) if to_camera else None
+        # only DA3METRIC needs the focal scaling; NESTED's depth is already in metres
+        depth = finish_depth(depth_net, out.get('sky'), K.network, metric=self.kind == 'metric',
+                             sky_threshold=options.sky_threshold, sky_mode=options.sky_mode,
+                             max_depth_m=options.max_depth_m, out_hw=out_hw, border=border)
+        conf = out.get('conf')
+        if to_camera:
+            K_out, image, tx = K.camera, rgb, intrinsics.tx
+            if conf is not None:
+                conf = md.resize_depth(conf, out_hw)
+            K_est = None if K_est_net is None else scale_intrinsics(K_est_net, net_wh, cam_wh)
+        else:
+            K_out, image, K_est = K.network, img_net, K_est_net
+            tx = intrinsics.tx * K.network[0, 0] / K.camera[0, 0]
+        f_est = (None if K_est_net is None else
+                 mean_focal(scale_intrinsics(K_est_net, net_wh, cam_wh)))
+        t3 = time.perf_counter()
+        timings = {'resize': t1 - t0, 'infer': t2 - t1, 'postprocess': t3 - t2}
+        timings.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
+        return DepthFrame(depth=depth, K=np.asarray(K_out, dtype=np.float64), tx=tx, image=image,
+                          conf=conf, K_estimated=K_est, K_network=K.network,
+                          intrinsics_source=intrinsics.source,
+                          focal_used_px=mean_focal(K.camera), focal_estimated_px=f_est,
+                          raw_depth=out['depth'], sky_score=out.get('sky'), timings=timings)
+
+    def _grid_intrinsics(self, intrinsics: FrameIntrinsics, K_est_net: Optional[np.ndarray],
+                         cam_wh: tuple[int, int], net_wh: tuple[int, int]) -> _GridIntrinsics:
+        """The intrinsics used, on the camera image and at network resolution."""
+        if intrinsics.source == 'camera_info':
+            K_cam = np.asarray(intrinsics.K, dtype=np.float64)
+            return _GridIntrinsics(K_cam, scale_intrinsics(K_cam, cam_wh, net_wh))
+        if intrinsics.source == 'estimated':
+            if K_est_net is None:
+                raise ValueError(f"intrinsics source 'estimated': the {self.kind!r} model gives "
+                                 'no intrinsics estimate; give K (any-view and NESTED estimate)')
+            K_net = K_est_net
+        else:
+            K_net = md.default_intrinsics(*net_wh)
+        return _GridIntrinsics(scale_intrinsics(K_net, net_wh, cam_wh), K_net)
 
 
 @dataclass
@@ -133,7 +374,7 @@ class DepthResult:
 
 
 class DepthPredictor:
-    """Image in, metric depth out, on any engine backend.
+    """Image in, metric depth out, on any engine backend: the API face of `DA3FramePath`.
 
     Args:
         engine: A DA3 engine (`engines.factory.build_engine`).
@@ -154,16 +395,10 @@ class DepthPredictor:
                  fixed_size: Optional[tuple[int, int]] = None, sky_mode: str = 'inf',
                  sky_threshold: float = md.SKY_THRESHOLD, max_depth_m: Optional[float] = None,
                  output: str = 'camera', logger: Optional[Any] = None) -> None:
-        if sky_mode not in md.SKY_MODES:
-            raise ValueError(f'sky_mode={sky_mode!r}; allowed: {md.SKY_MODES}')
-        if output not in OUTPUTS:
-            raise ValueError(f'output={output!r}; allowed: {OUTPUTS}')
-        if max_depth_m is not None and not (np.isfinite(max_depth_m) and max_depth_m > 0):
-            raise ValueError(f'max_depth_m={max_depth_m} must be positive or None')
-        network_size(640, 480, process_res, fixed_size)  # validates both
         self.engine = engine
         self.kind = kind if kind is not None else ('metric' if is_metric else 'mono')
-        self.is_metric = self.kind in ('metric', 'nested')
+        self._path = DA3FramePath(engine, self.kind)
+        self.is_metric = self._path.is_metric
         self.process_res = int(process_res)
         self.fixed_size = tuple(fixed_size) if fixed_size is not None else None
         self.sky_mode = sky_mode
@@ -171,6 +406,7 @@ class DepthPredictor:
         self.max_depth_m = max_depth_m
         self.output = output
         self._log = logger if logger is not None else _log
+        self._options()   # validates the options now, not at the first image
 
     @classmethod
     def from_pretrained(cls, model: str = 'da3metric-large', weights: Optional[str] = None,
@@ -234,55 +470,33 @@ class DepthPredictor:
         t0 = time.perf_counter()
         rgb = load_rgb(image)
         h, w = rgb.shape[:2]
-        K_cam = intrinsics_from_args(K, fx, fy, cx, cy, width=w, height=h)
-        net_h, net_w = network_size(w, h, self.process_res, self.fixed_size)
-        net_img = resize_to_network(rgb, (net_h, net_w), self.process_res)
+        intrinsics = self._path.intrinsics(intrinsics_from_args(K, fx, fy, cx, cy, width=w,
+                                                                height=h))
+        if intrinsics.source == 'default' and self.kind == 'metric':
+            self._log.warning('no intrinsics given: assuming a '
+                              f'{md.DEFAULT_FOCAL_NO_INTRINSICS} px focal at network '
+                              'resolution; the metric scale is unreliable')
         t1 = time.perf_counter()
-        raw = self.engine.infer(net_img)
+        frame = self._path(rgb, intrinsics, self._options())
+        sky = frame.sky_mask(self.sky_threshold)
+        sky_score = frame.sky_score if frame.sky_score is not None else \
+            np.zeros_like(frame.raw_depth)
         t2 = time.perf_counter()
-        K_est_net = raw.get('intrinsics')
-        estimates = K_est_net is not None
-        assumed = K_cam is None and not estimates
-        if K_cam is None:
-            K_net = (np.asarray(K_est_net, dtype=np.float64) if estimates
-                     else md.default_intrinsics(net_w, net_h))
-            K_cam = scale_intrinsics(K_net, (net_w, net_h), (w, h))
-            if self.kind == 'metric':
-                self._log.warning('no intrinsics given: assuming a '
-                                  f'{md.DEFAULT_FOCAL_NO_INTRINSICS} px focal at network '
-                                  'resolution; the metric scale is unreliable')
-        else:
-            K_net = scale_intrinsics(K_cam, (w, h), (net_w, net_h))
-        to_camera = self.output == 'camera'
-        out_hw = (h, w) if to_camera else None
-        sky_score = raw.get('sky')
-        # only DA3METRIC needs the focal scaling; NESTED's depth is already in metres
-        depth = finish_depth(raw['depth'], sky_score, K_net, metric=self.kind == 'metric',
-                             sky_threshold=self.sky_threshold, sky_mode=self.sky_mode,
-                             max_depth_m=self.max_depth_m, out_hw=out_hw)
-        if sky_score is None:
-            sky_score = np.zeros_like(raw['depth'])
-        sky = md.sky_mask(sky_score, self.sky_threshold)
-        conf = raw.get('conf')
-        if to_camera:
-            sky = cv2.resize(sky.astype(np.uint8), (w, h),
-                             interpolation=cv2.INTER_NEAREST_EXACT).astype(bool)
-            K_out, img_out = K_cam, rgb
-            if conf is not None:
-                conf = md.resize_depth(conf, (h, w))
-        else:
-            K_out, img_out = K_net, net_img
-        K_est = None
-        if estimates:
-            K_est = np.asarray(K_est_net, dtype=np.float64)
-            if to_camera:
-                K_est = scale_intrinsics(K_est, (net_w, net_h), (w, h))
-        t3 = time.perf_counter()
-        timings = {'preprocess': t1 - t0}
-        timings.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
-        timings.update({'engine': t2 - t1, 'postprocess': t3 - t2, 'total': t3 - t0})
-        return DepthResult(depth=depth, sky=sky, K=np.asarray(K_out, dtype=np.float64),
-                           is_metric=self.is_metric, intrinsics_assumed=assumed, image=img_out,
-                           raw_depth=raw['depth'], sky_score=sky_score, K_network=K_net,
-                           timings=timings, backend=self.engine.info.backend, conf=conf,
-                           K_estimated=K_est)
+        stages = frame.timings
+        timings = {'preprocess': t1 - t0 + stages['resize']}
+        timings.update({k: v for k, v in stages.items() if k.startswith('engine_')})
+        timings.update({'engine': stages['infer'],
+                        'postprocess': t2 - t1 - stages['resize'] - stages['infer'],
+                        'total': t2 - t0})
+        return DepthResult(depth=frame.depth, sky=sky, K=frame.K, is_metric=self.is_metric,
+                           intrinsics_assumed=intrinsics.source == 'default', image=frame.image,
+                           raw_depth=frame.raw_depth, sky_score=sky_score,
+                           K_network=frame.K_network, timings=timings,
+                           backend=self.engine.info.backend, conf=frame.conf,
+                           K_estimated=frame.K_estimated)
+
+    def _options(self) -> FrameOptions:
+        """The frame options of the current attributes (callers may change them between images)."""
+        return FrameOptions(process_res=self.process_res, fixed_size=self.fixed_size,
+                            sky_mode=self.sky_mode, sky_threshold=self.sky_threshold,
+                            max_depth_m=self.max_depth_m, output=self.output)

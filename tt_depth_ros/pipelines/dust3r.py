@@ -308,7 +308,7 @@ class Dust3rPredictor:
         pose_res, focal_source = None, 'intrinsics'
         if pose:
             if K2_net is None:
-                # principal point = the mapped image centre, not the grid centre (issue 12)
+                # principal point = the mapped image centre, not the grid centre
                 f = estimate_focal(np.nan_to_num(pts1, nan=0.0), image_centre_on_grid(plan1),
                                    mask=valid1)
                 cx, cy = image_centre_on_grid(plan2)

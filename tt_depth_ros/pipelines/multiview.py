@@ -5,7 +5,7 @@ camera-to-world pose and intrinsics **at each original image size**, plus a fuse
 cloud. Upstream's API returns everything at the processed (network) size; here the maps are
 resampled back and K is mapped back:
 
-* preprocessing as upstream (golden/da3_anyview/README.md): each view resized on its own
+* preprocessing as upstream (test/data/da3_anyview/README.md): each view resized on its own
   (geometry.da3_preprocess), then, if the processed sizes differ, every view is centre-cropped to
   the smallest height and width (offsets (h - h_min)//2, (w - w_min)//2);
 * K (network, h x w crop) -> cx += left, cy += top (the resized view h1 x w1) -> row 0 x W0/w1,

@@ -8,6 +8,7 @@ confident valid pixels - `geometry.scale.median_ratio_scale`, the code the pair 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -32,6 +33,13 @@ class RelativeScaleSettings:
     ground_min_inlier_ratio: float = 0.15
 
 
+class FrameScale(NamedTuple):
+    """The scale of one frame and, for source 'camera_height', the ground fit behind it."""
+
+    scale: ScaleResult
+    ground: Optional[GroundFit] = None
+
+
 def confident(depth: np.ndarray, conf: np.ndarray | None, min_confidence: float) -> np.ndarray:
     """Boolean mask: finite positive depth with confidence >= min_confidence (if a map exists)."""
     mask = np.isfinite(depth) & (depth > 0)
@@ -41,8 +49,7 @@ def confident(depth: np.ndarray, conf: np.ndarray | None, min_confidence: float)
 
 
 def relative_scale(s: RelativeScaleSettings, depth: np.ndarray, mask: np.ndarray, K: np.ndarray,
-                   metric_depth: np.ndarray | None = None
-                   ) -> tuple[ScaleResult, GroundFit | None]:
+                   metric_depth: np.ndarray | None = None) -> FrameScale:
     """Scale (metres per model unit) of one frame; value None = no scale (reason given).
 
     Args:
@@ -54,24 +61,26 @@ def relative_scale(s: RelativeScaleSettings, depth: np.ndarray, mask: np.ndarray
             the same aspect), or None when it did not arrive.
     """
     if s.source == 'none':
-        return unit_scale(), None
+        return FrameScale(unit_scale())
     if s.source == 'depth':
         if metric_depth is None:
-            return ScaleResult('depth', None, "no image on 'metric_depth' with this frame's "
-                               'stamp'), None
+            return FrameScale(ScaleResult('depth', None, "no image on 'metric_depth' with this "
+                                          "frame's stamp"))
         h, w = depth.shape
         mh, mw = metric_depth.shape
         if abs(mw / mh - w / h) > 0.01 * (w / h):
-            return ScaleResult('depth', None, f'metric depth {mw}x{mh} has another aspect than '
-                               f'the relative depth {w}x{h}'), None
+            return FrameScale(ScaleResult('depth', None, f'metric depth {mw}x{mh} has another '
+                                          f'aspect than the relative depth {w}x{h}'))
         grid = resize_depth(metric_depth, (h, w))
-        return median_ratio_scale(grid, depth, mask, min_support=s.min_scale_support), None
+        return FrameScale(median_ratio_scale(grid, depth, mask, min_support=s.min_scale_support))
     if s.source == 'camera_height':
         if not s.camera_height_m > 0:
-            return ScaleResult('camera_height', None, 'camera_height_m is not set (> 0 m)'), None
+            return FrameScale(ScaleResult('camera_height', None,
+                                          'camera_height_m is not set (> 0 m)'))
         pts = organized_points(np.where(mask, depth, np.nan).astype(np.float32), K,
                                decimation=GROUND_DECIMATION)
-        return camera_height_scale(pts, s.camera_height_m, max_tilt_deg=s.ground_max_tilt_deg,
-                                   tolerance=s.ground_tolerance,
-                                   min_inlier_ratio=s.ground_min_inlier_ratio)
+        return FrameScale(*camera_height_scale(pts, s.camera_height_m,
+                                               max_tilt_deg=s.ground_max_tilt_deg,
+                                               tolerance=s.ground_tolerance,
+                                               min_inlier_ratio=s.ground_min_inlier_ratio))
     raise ValueError(f'unknown scale source {s.source!r}')

@@ -5,6 +5,8 @@ SIGINT handling in that window raises KeyboardInterrupt (a traceback, exit code 
 a user presses Ctrl-C on a launch that has just started. The latch is installed before those imports
 and handed to `run_lifecycle_node`, so a signal at any point after these few lines ends the process
 cleanly with exit 0 (the node is created, skips autostart and shuts down at once).
+These are the nodes' one start path: `python -m tt_depth_ros.ros.depth` / `...ros.pair` (each
+package's `__main__.py`) come here too, with the latch likewise installed first.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Test double for the network ONLY: an Engine returning a known raw depth (closed-form geometry).
 
-Selected in the node exclusively through the documented test/integration parameter
+Selected in the node exclusively through the documented test and integration parameter
 `engine_plugin: 'known_depth_engine:KnownDepthEngine'` (never automatically). Everything around the
 network - decoding, intrinsics, resizing, metric scale, clouds, messages - is the real code path.
 raw(v, u) = base + gx * u + gy * v on the network grid; rows < sky_rows get sky score 1.0.

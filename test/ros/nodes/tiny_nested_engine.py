@@ -22,9 +22,10 @@ def tiny_nested_engine(backend: str = 'torch-cpu'):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # test/ (support package)
-    from tt_depth_ros.engines.torch.da3 import NESTED, build_torch_engine
+    from tt_depth_ros.engines.torch.da3 import build_torch_engine
     from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
 
     assert backend == 'torch-cpu'
-    return build_torch_engine(NESTED, config=(ANYVIEW_TINY, TINY), state_dict=tiny_nested_state(),
+    return build_torch_engine('da3nested-giant-large-1.1', config=(ANYVIEW_TINY, TINY),
+                              state_dict=tiny_nested_state(),
                               accept_license=True)

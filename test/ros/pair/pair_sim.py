@@ -35,7 +35,7 @@ def child_env() -> dict:
 
 
 def pair_node_cmd(ns: str, params: dict, name: str = 'pair_node') -> list[str]:
-    return ros_node_cmd('tt_depth_ros.ros.pair.node', ns, params, name)
+    return ros_node_cmd('tt_depth_ros.ros.pair', ns, params, name)
 
 
 def stamp(t_ns: int) -> Time:

@@ -1,4 +1,4 @@
-"""Pair node: rectification borders leave depth, fused cloud and scale (issue 12 follow-up).
+"""Pair node: rectification borders leave depth, fused cloud and scale.
 
 A real PairPipeline (the scene DUSt3R double, 160x120 cameras on a 112x80 grid: resize 0.7 then
 a 2-row crop) runs one stereo pair; view 1 then gets the border of a rectification whose lens

@@ -3,7 +3,7 @@
 Regression for a benchmark (tiny DUSt3R, random weights, sample bag replayed at 1-2 Hz) where 13 of
 19 pairs reached `points` with no mailbox drop: (1) a pair with no confident point made the cloud
 message builder raise (a worker error, no cloud); (2) with input history depth 1, a camera that
-published twice before the executor took the first image (tools/replay.Player sends frame k+1's
+published twice before the executor took the first image (tools/bag/replay.Player sends frame k+1's
 right image right after frame k's left one) lost that image inside the middleware, uncounted, and
 its partner was dropped as unpaired; (3) a pose-only PnP failure was counted as a skipped frame
 although its cloud was published. The node runs in its own process; the engine is the scene

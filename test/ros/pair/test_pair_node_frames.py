@@ -1,4 +1,4 @@
-"""Pair node frames, TF conventions and the default-focal mode (issue 12), through real processes.
+"""Pair node frames, TF conventions and the default-focal mode, through real processes.
 
 - A camera-1 image with an empty frame_id: the pose is a counted, logged rejection; the cloud and
   depth of that pair are still published (no worker error).

@@ -1,4 +1,4 @@
-"""Distorted stereo cameras through the pair node: rectified before DUSt3R (issue 12).
+"""Distorted stereo cameras through the pair node: rectified before DUSt3R.
 
 Both rig cameras have a barrel lens (plumb_bob); their CameraInfo has K, D and the rectified
 pinhole P. The scene is ray-cast through the lens with exact per-pixel rays, its red channel coding

@@ -1,4 +1,4 @@
-"""The pair node in a robot's TF tree (issue 12): odom -> base_link, and the measured extrinsic.
+"""The pair node in a robot's TF tree: odom -> base_link, and the measured extrinsic.
 
 Synthetic rig: a base driving and turning on flat ground with its camera mounted 0.9 m up, offset
 and pitched down 0.15 rad (pair_engines.MOUNT_BASE_LINK, published here on /tf_static as

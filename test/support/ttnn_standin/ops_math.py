@@ -6,8 +6,9 @@ tt-buda's phase description: phase 0 multiplies the operands' mantissa MSBs; HiF
 LSBs, HiFi3 in1's LSBs, HiFi4 everything; MSBs assumed = hidden bit + 4 bits for in0 and hidden
 bit + 6 bits for in1). Without `fp32_dest_acc_en`, partial sums are rounded to bf16 after every
 32-deep K block. Neither model is bit-exact; they exist to rank the precision knobs.
-float32 matmul operands enter the FPU's 19-bit source registers as TF32 (tenstorrent/tt-metal
-#31493): they keep 10 explicit mantissa bits here (truncated, the pessimistic choice).
+float32 matmul operands enter the FPU's 19-bit source registers as TF32
+(tenstorrent/tt-metal #31493): they keep 10 explicit mantissa bits here (truncated, the
+pessimistic choice).
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 x += ls1 * proj(attn(LN1(x))); x += ls2 * fc2(GELU(fc1(LN2(x)))). LayerScale is folded into
 proj/fc2 at conversion; GELU (exact erf) is fused into fc1. Under a float32 preset x, the LN
 outputs and the proj/fc2 outputs are float32 while q/k/v and the MLP hidden are `inner` dtype.
+The residual steps are public so that the CroCo decoder block (dust3r_decoder_block.py) composes
+this block with a cross-attention step between them.
 """
 from __future__ import annotations
 
@@ -14,6 +16,17 @@ def mlp_params(sd, prefix: str, gamma=None) -> dict:
     """`{prefix}fc1.*`, `{prefix}fc2.*` -> ttnn weights (LayerScale `gamma` folded into fc2)."""
     return {'fc1': linear_params(sd[prefix + 'fc1.weight'], sd[prefix + 'fc1.bias']),
             'fc2': linear_params(sd[prefix + 'fc2.weight'], sd[prefix + 'fc2.bias'], gamma)}
+
+
+def residual_step(ctx, x, norm, branch):
+    """Return x + branch(norm(x)); frees the intermediates, keeps x."""
+    ttnn = ctx.ttnn
+    h = norm(x)
+    b = branch(h)
+    ttnn.deallocate(h)
+    out = ttnn.add(x, b)
+    ttnn.deallocate(b)
+    return out
 
 
 class TtMlp:
@@ -36,33 +49,35 @@ class TtMlp:
 class TtBlock:
     """One encoder block.
 
-    Args: sd (checkpoint), prefix ('...blocks.3.'), heads, eps, layer_scale (DINOv2: True).
+    Args: sd (checkpoint), prefix ('...blocks.3.'), heads, eps, layer_scale (DINOv2: True),
+    mlp_norm (checkpoint name of the LayerNorm before the MLP; CroCo decoder: 'norm3').
     """
 
-    def __init__(self, ctx, sd, prefix: str, heads: int, eps: float, layer_scale: bool):
+    def __init__(self, ctx, sd, prefix: str, heads: int, eps: float, layer_scale: bool,
+                 mlp_norm: str = 'norm2'):
         self.ctx = ctx
         g1 = sd[prefix + 'ls1.gamma'] if layer_scale else None
         g2 = sd[prefix + 'ls2.gamma'] if layer_scale else None
         self.norm1 = TtLayerNorm(ctx, sd[prefix + 'norm1.weight'], sd[prefix + 'norm1.bias'], eps)
         self.attn = TtAttention(ctx, self_attention_params(sd, prefix + 'attn.', heads, g1))
-        self.norm2 = TtLayerNorm(ctx, sd[prefix + 'norm2.weight'], sd[prefix + 'norm2.bias'], eps)
+        self.mlp_norm = TtLayerNorm(ctx, sd[f'{prefix}{mlp_norm}.weight'],
+                                    sd[f'{prefix}{mlp_norm}.bias'], eps)
         self.mlp = TtMlp(ctx, mlp_params(sd, prefix + 'mlp.', g2))
 
+    def attention_step(self, x, shape_state, rope=None):
+        """Return x + attn(norm1(x)); keeps x."""
+        return residual_step(self.ctx, x, self.norm1, lambda h: self.attn(h, shape_state, rope))
+
+    def mlp_step(self, x):
+        """Return x + mlp(mlp_norm(x)); keeps x."""
+        return residual_step(self.ctx, x, self.mlp_norm, self.mlp)
+
     def __call__(self, x, shape_state, rope=None):
-        ttnn = self.ctx.ttnn
-        h = self.norm1(x)
-        a = self.attn(h, shape_state, rope)
-        ttnn.deallocate(h)
-        x1 = ttnn.add(x, a)
-        ttnn.deallocate(a)
-        h = self.norm2(x1)
-        m = self.mlp(h)
-        ttnn.deallocate(h)
-        x2 = ttnn.add(x1, m)
-        ttnn.deallocate(x1)
-        ttnn.deallocate(m)
+        x1 = self.attention_step(x, shape_state, rope)
+        x2 = self.mlp_step(x1)
+        self.ctx.ttnn.deallocate(x1)
         return x2
 
     def release(self) -> None:
-        for m in (self.norm1, self.attn, self.norm2, self.mlp):
+        for m in (self.norm1, self.attn, self.mlp_norm, self.mlp):
             m.release()

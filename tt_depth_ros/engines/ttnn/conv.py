@@ -9,6 +9,14 @@ from __future__ import annotations
 
 import torch
 
+from tt_depth_ros.engines.ttnn.common import linear_params
+
+
+def conv1x1_params(sd, prefix: str):
+    """1x1 conv weight (O, I, 1, 1) + bias -> TtLinear params (a 1x1 conv is a linear)."""
+    w = sd[prefix + 'weight']
+    return linear_params(w.reshape(w.shape[0], w.shape[1]), sd.get(prefix + 'bias'))
+
 
 class TtConv2d:
     """A 2-D (transposed) convolution.

@@ -1,18 +1,19 @@
 """DA3 DPT head on device (torch `models/da3/head.py`, docs/da3.md §2.2).
 
-The depth and sky branches are merged: output_conv2.0 and sky_output_conv2.0 become one 3x3 conv
-(128 -> 2*32, ReLU fused) and the two 1x1 convs one block-diagonal linear (64 -> 2), exactly the
-same sums. Activations run in fp32 on device: column 0 -> exp (depth), column 1 -> relu (sky).
-Head activations and weights follow the preset's 'head' dtype / weight group (precision.py).
+The shared DPT neck (dpt_neck.py) and output convs (dpt_output.py) with DA3's weights; what is
+DA3's own is the sky branch. The depth and sky branches are merged: output_conv2.0 and
+sky_output_conv2.0 become one 3x3 conv (128 -> 2*32, ReLU fused) and the two 1x1 convs one
+block-diagonal linear (64 -> 2), exactly the same sums. Activations run in fp32 on device:
+column 0 -> exp (depth), column 1 -> relu (sky). Head activations and weights follow the preset's
+'head' dtype / weight group (precision.py).
 """
 from __future__ import annotations
 
 import torch
 
-from tt_depth_ros.engines.ttnn.common import TtLinear, linear_params, upload
-from tt_depth_ros.engines.ttnn.conv import TtConv2d
-from tt_depth_ros.engines.ttnn.dpt_fusion import TtDPTFusion, conv1x1_params
-from tt_depth_ros.engines.ttnn.resize import TtResize
+from tt_depth_ros.engines.ttnn.common import linear_params, upload
+from tt_depth_ros.engines.ttnn.dpt_neck import TtDPTNeck
+from tt_depth_ros.engines.ttnn.dpt_output import TtDPTOutput
 
 H = 'head.'
 S = 'head.scratch.'
@@ -31,77 +32,29 @@ def merged_output_params(sd):
     return (w3, b3), linear_params(w1, b1)
 
 
-def level_sizes(h0: int, w0: int):
-    """Spatial sizes of the four levels (ConvT x4, ConvT x2, identity, conv s2 p1)."""
-    return [(4 * h0, 4 * w0), (2 * h0, 2 * w0), (h0, w0), ((h0 + 1) // 2, (w0 + 1) // 2)]
-
-
 class TtDA3Head:
     def __init__(self, ctx, sd, cfg):
         self.ctx, self.cfg = ctx, cfg
-        self.projects = [TtLinear(ctx, *conv1x1_params(sd, f'{H}projects.{i}.'), group='head',
-                                  out='head') for i in range(4)]
-        self.resize_layers = [
-            TtConv2d(ctx, sd[H + 'resize_layers.0.weight'], sd[H + 'resize_layers.0.bias'],
-                     stride=4, transposed=True, group='head'),
-            TtConv2d(ctx, sd[H + 'resize_layers.1.weight'], sd[H + 'resize_layers.1.bias'],
-                     stride=2, transposed=True, group='head'),
-            None,
-            TtConv2d(ctx, sd[H + 'resize_layers.3.weight'], sd[H + 'resize_layers.3.bias'],
-                     stride=2, padding=1, group='head')]
-        self.fusion = TtDPTFusion(ctx, sd, S, refinenet4_skip_unit=False)
-        self.output_conv1 = TtConv2d(ctx, sd[S + 'output_conv1.weight'],
-                                     sd[S + 'output_conv1.bias'], padding=1, group='head')
-        (w3, b3), lin = merged_output_params(sd)
-        self.out3 = TtConv2d(ctx, w3, b3, padding=1, relu=True, group='head')
-        self.out1 = TtLinear(ctx, *lin, group='head', out='head')
+        self.neck = TtDPTNeck(ctx, sd, [f'{H}projects.{i}.' for i in range(4)],
+                              [f'{H}resize_layers.{i}.' for i in range(4)], S,
+                              upsample='to_skip_size')
+        hidden, last = merged_output_params(sd)
+        self.output = TtDPTOutput(ctx, (sd[S + 'output_conv1.weight'],
+                                        sd[S + 'output_conv1.bias']), hidden, last)
 
     def shape_constants(self, sc) -> dict:
-        """Resize matrices ('to_skip_size': l4->l3->l2->l1, then x2, then to (H, W)); masks."""
-        f = self.cfg.features
-        hws = level_sizes(sc.grid_h, sc.grid_w)
-        up = (2 * hws[0][0], 2 * hws[0][1])
-        resizes = [TtResize(self.ctx, self._up, hws[0], up, up, f),
-                   TtResize(self.ctx, self._up, hws[1], hws[0], hws[0], f),
-                   TtResize(self.ctx, self._up, hws[2], hws[1], hws[1], f),
-                   TtResize(self.ctx, self._up, hws[3], hws[2], hws[2], f)]
-        final = TtResize(self.ctx, self._up, up, (sc.height, sc.width), (sc.height, sc.width),
-                         self.cfg.output_conv1_out)
+        """Neck and output-conv constants; the column masks that pick depth / sky."""
+        neck = self.neck.shape_constants(sc)
         cols = torch.tensor([[1.0, 0.0]]).reshape(1, 1, 1, 2)
-        return {'hws': hws, 'up': up, 'resizes': resizes, 'final': final,
+        return {'neck': neck, 'output': self.output.shape_constants(sc, neck['path1_hw']),
                 'm_depth': upload(self.ctx, cols, self.ctx.ttnn.float32),
                 'm_sky': upload(self.ctx, 1.0 - cols, self.ctx.ttnn.float32)}
 
-    def _up(self, t):
-        return upload(self.ctx, t)
-
     def __call__(self, taps, sc, state):
-        """4 taps (1, 1, h0*w0, D) -> (1, 1, H*W, 2) float32 [depth, sky]."""
+        """4 taps (1, 1, h0*w0, D), consumed -> (1, 1, H*W, 2) float32 [depth, sky]."""
         ttnn = self.ctx.ttnn
-        hw0 = (sc.grid_h, sc.grid_w)
-        levels = []
-        for i, t in enumerate(taps):
-            x = self.projects[i](t)
-            ttnn.deallocate(t)
-            if self.resize_layers[i] is not None:
-                y = self.resize_layers[i](x, hw0)
-                ttnn.deallocate(x)
-                x = y
-            levels.append(x)
-        path1 = self.fusion(levels, state['hws'], state['resizes'])
-        o1 = self.output_conv1(path1, state['up'])
-        ttnn.deallocate(path1)
-        full = state['final'](o1)
-        ttnn.deallocate(o1)
-        hid = self.out3(full, (sc.height, sc.width))
-        ttnn.deallocate(full)
-        logits = self.out1(hid)
-        ttnn.deallocate(hid)
-        if logits.dtype == ttnn.float32:          # float32 head presets
-            lg = logits
-        else:
-            lg = ttnn.typecast(logits, ttnn.float32)
-            ttnn.deallocate(logits)
+        path1 = self.neck(taps, sc, state['neck'])
+        lg = self.output(path1, sc, state['output'])
         e, r = ttnn.exp(lg), ttnn.relu(lg)
         ttnn.deallocate(lg)
         a, b = ttnn.multiply(e, state['m_depth']), ttnn.multiply(r, state['m_sky'])
@@ -113,12 +66,11 @@ class TtDA3Head:
         return out
 
     def release_shape(self, state) -> None:
-        for r in state['resizes'] + [state['final']]:
-            r.release()
+        self.neck.release_shape(state['neck'])
+        self.output.release_shape(state['output'])
         self.ctx.ttnn.deallocate(state['m_depth'])
         self.ctx.ttnn.deallocate(state['m_sky'])
 
     def release(self) -> None:
-        mods = self.projects + [m for m in self.resize_layers if m is not None]
-        for m in mods + [self.fusion, self.output_conv1, self.out3, self.out1]:
-            m.release()
+        self.neck.release()
+        self.output.release()

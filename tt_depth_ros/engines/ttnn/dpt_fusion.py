@@ -6,14 +6,8 @@ applies RCU2, resizes (bilinear, align_corners=True, per-shape TtResize) and app
 """
 from __future__ import annotations
 
-from tt_depth_ros.engines.ttnn.common import TtLinear, linear_params
-from tt_depth_ros.engines.ttnn.conv import TtConv2d
-
-
-def conv1x1_params(sd, prefix: str):
-    """1x1 conv weight (O, I, 1, 1) + bias -> linear params."""
-    w = sd[prefix + 'weight']
-    return linear_params(w.reshape(w.shape[0], w.shape[1]), sd.get(prefix + 'bias'))
+from tt_depth_ros.engines.ttnn.common import TtLinear
+from tt_depth_ros.engines.ttnn.conv import TtConv2d, conv1x1_params
 
 
 class TtResidualConvUnit:
@@ -72,9 +66,12 @@ class TtFeatureFusionBlock:
 
 
 class TtDPTFusion:
-    """layer{1..4}_rn + refinenet4..1. `resizes[i]` (per shape) belongs to refinenet{i+1}."""
+    """layer{1..4}_rn + refinenet4..1. `resizes[i]` (per shape) belongs to refinenet{i+1}.
 
-    def __init__(self, ctx, sd, prefix: str, refinenet4_skip_unit: bool):
+    The upsample modes of the torch module live in the resizes (dpt_neck.fusion_resizes).
+    """
+
+    def __init__(self, ctx, sd, prefix: str):
         self.ctx = ctx
         self.rn = [TtConv2d(ctx, sd[f'{prefix}layer{i}_rn.weight'], None, padding=1,
                             group='head') for i in range(1, 5)]
@@ -82,7 +79,6 @@ class TtDPTFusion:
                        for i in range(1, 4)]
         # refinenet4 never receives a skip (DUSt3R keeps unused RCU1 keys; not converted)
         self.refine.append(TtFeatureFusionBlock(ctx, sd, f'{prefix}refinenet4.', False))
-        del refinenet4_skip_unit
 
     def __call__(self, levels, hws, resizes):
         """Levels l1..l4 at hws[0..3] -> path1 (the caller's resizes decide its size)."""

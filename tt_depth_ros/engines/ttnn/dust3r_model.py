@@ -77,7 +77,7 @@ class TtDust3r:
         st = {'attn': attention_state(self.ctx, sc),
               'rope_enc': self._rope(sc, cfg.enc_embed_dim, cfg.enc_num_heads),
               'rope_dec': self._rope(sc, cfg.dec_embed_dim, cfg.dec_num_heads)}
-        st.update(TtDust3rDPT.shape_constants(self.ctx, cfg, sc))
+        st.update(self.head1.shape_constants(sc))      # shared by both heads (same config)
         n = sc.grid_h * sc.grid_w
         if sc.seq != n:   # zero rows that pad the patch tokens to a tile multiple
             import torch
@@ -145,10 +145,8 @@ class TtDust3r:
             ttnn.deallocate(x)
             taps.append(self._tokens(xn, sc, dd))
             ttnn.deallocate(xn, force=False)
-        o1 = self.head1(taps1, sc, st)
+        o1 = self.head1(taps1, sc, st)                 # the heads free their taps
         o2 = self.head2(taps2, sc, st)
-        for t in taps1 + taps2:
-            ttnn.deallocate(t)
         out = ttnn.concat([o1, o2], dim=2)
         ttnn.deallocate(o1)
         ttnn.deallocate(o2)
@@ -173,7 +171,7 @@ class TtDust3r:
                 ttnn.deallocate(t)
         if 'pad_rows_enc' in st:
             ttnn.deallocate(st['pad_rows_enc'])
-        TtDust3rDPT.release_shape(self.ctx, st)
+        self.head1.release_shape(st)
 
     def release(self) -> None:
         for m in [self.patch_embed, *self.enc, self.enc_norm, self.dec_embed, *self.dec1,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from tt_depth_ros.engines.ttnn.common import upload
+
 
 def interp_matrix(n_in: int, n_out: int, keep: int | None = None) -> torch.Tensor:
     """(keep or n_out, n_in) weights of 1-D linear interpolation with align_corners=True."""
@@ -37,13 +39,13 @@ def split_bf16(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class TtResize:
     """Per-shape resize (H, W, C) -> (Ho, Wo, C); `out_hw` = the size after the optional crop."""
 
-    def __init__(self, ctx, upload, in_hw, scaled_hw, out_hw, channels: int):
+    def __init__(self, ctx, in_hw, scaled_hw, out_hw, channels: int):
         self.ctx = ctx
         (self.h, self.w), (self.ho, self.wo), self.c = in_hw, out_hw, channels
         ah = interp_matrix(in_hw[0], scaled_hw[0], out_hw[0])           # (Ho, H)
         aw = interp_matrix(in_hw[1], scaled_hw[1], out_hw[1])           # (Wo, W)
-        self.ah = [upload(m[None, None]) for m in split_bf16(ah)]
-        self.aw_t = [upload(m.t().contiguous()) for m in split_bf16(aw)]  # (W, Wo)
+        self.ah = [upload(ctx, m[None, None]) for m in split_bf16(ah)]
+        self.aw_t = [upload(ctx, m.t().contiguous()) for m in split_bf16(aw)]  # (W, Wo)
 
     def __call__(self, x):
         ttnn = self.ctx.ttnn

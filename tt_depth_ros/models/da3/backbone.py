@@ -1,6 +1,6 @@
 """DINOv2 ViT backbone of every DA3 model (upstream `model/dinov2/`).
 
-Specs: docs/da3.md §2.1 and golden/da3_anyview/README.md "Backbone".
+Specs: docs/da3.md §2.1 and test/data/da3_anyview/README.md "Backbone".
 
 Metric/mono configs: plain ViT; each tap is the final LayerNorm of a block output, cls dropped.
 Any-view configs add, per block i (views S are the batch axis of one scene):

@@ -1,4 +1,4 @@
-"""DA3 model dimensions (docs/da3.md §2, golden/da3_anyview/README.md "Configurations").
+"""DA3 model dimensions (docs/da3.md §2, test/data/da3_anyview/README.md "Configurations").
 
 One dataclass for the whole family: the metric/mono models (plain ViT + DPT with a sky output) and
 the any-view models (camera token, alternating local/global attention, QK-norm, RoPE, DualDPT depth

@@ -1,4 +1,6 @@
-"""DualDPT head of the DA3 any-view models (upstream `model/dualdpt.py`), golden README "DualDPT".
+"""DualDPT head of the DA3 any-view models (upstream `model/dualdpt.py`).
+
+Spec: test/data/da3_anyview/README.md "DualDPT head".
 
 Per view: head LayerNorm(2C) on the taps -> the DPT stages (1x1 projection + UV position embedding
 + resize) -> `layer{k}_rn` shared by two independent fusion chains: main (`refinenet1..4`) -> depth

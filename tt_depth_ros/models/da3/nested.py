@@ -1,6 +1,6 @@
 """DA3NESTED-GIANT-LARGE-1.1: any-view giant + metric large, aligned to metres.
 
-Upstream `DA3NestedNet`; golden/da3_anyview/README.md "NESTED".
+Upstream `DA3NestedNet`; test/data/da3_anyview/README.md "NESTED".
 
 Both branches see the same input; `nested_align.align_to_metric` scales the any-view depth and
 camera translations with one scalar (least squares against the metric branch, focal-scaled with

@@ -1,6 +1,6 @@
 """NESTED alignment: any-view depth scaled to metres by the metric branch.
 
-Upstream `DA3NestedNet` post-process; golden/da3_anyview/README.md "NESTED" steps 3-7.
+Upstream `DA3NestedNet` post-process; test/data/da3_anyview/README.md "NESTED" steps 3-7.
 
 Deterministic where upstream is random: upstream draws a random subset (torch RNG) of a quantile's
 input when it has more than 100,000 values. Here such an input is sub-sampled to exactly 100,000

@@ -1,4 +1,7 @@
-"""DUSt3R model dimensions (docs/dust3r.md §2, fixture README §2): real LARGE and golden TINY."""
+"""DUSt3R model dimensions: real LARGE and golden TINY.
+
+Specs: docs/dust3r.md §2, test/data/dust3r/README.md §2.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass

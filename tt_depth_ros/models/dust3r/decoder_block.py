@@ -1,4 +1,4 @@
-"""CroCo decoder block: self-attention, cross-attention to the other view, MLP (spec/dust3r §3.4).
+"""CroCo decoder block (docs/dust3r.md §3.4): self-attention, cross-attention to the other, MLP.
 
 Mirrors croco `models/blocks.py` DecoderBlock with `norm_im2_in_dec=True`; attribute names are the
 checkpoint keys (`norm1 attn norm2 cross_attn norm_y norm3 mlp`).

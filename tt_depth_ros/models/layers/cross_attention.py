@@ -1,4 +1,6 @@
-"""Multi-head cross-attention with optional RoPE, as in the CroCo/DUSt3R decoder (spec/dust3r §3.4).
+"""Multi-head cross-attention with optional RoPE, as in the CroCo/DUSt3R decoder.
+
+Spec: docs/dust3r.md §3.4.
 
 Mirrors croco `models/blocks.py` CrossAttention: separate `projq`, `projk`, `projv` and `proj`
 linears (their names are the checkpoint keys); RoPE rotates q by the query tokens' positions and

@@ -15,10 +15,11 @@ FAMILY_DEPTH_PARAMS = (
               "estimate; 'camera_info' = CameraInfo only (camera_info_mode applies); 'estimated' "
               '= always the estimate (published on camera_info_estimated either way).',
               choices=FOCAL_SOURCES, runtime=True),
-    ParamSpec('scale_source', 'none', "Relative-depth models only: 'none' publishes "
-              "depth_relative/points_relative (model units) and nothing on depth; 'depth' "
-              "scales by the median ratio to a metric image on 'metric_depth' with the same "
-              "stamp; 'camera_height' by fitting the ground plane (camera_height_m).",
+    ParamSpec('scale_source', 'none', "Relative-depth models only; depth_relative/"
+              "points_relative (model units) go out every frame. 'none' publishes nothing on "
+              "depth; 'depth' adds depth/points in metres, scaled by the median ratio to a metric "
+              "image on 'metric_depth' with the same stamp; 'camera_height' scaled by fitting the "
+              "ground plane (camera_height_m).",
               choices=RELATIVE_SCALE_SOURCES),
     ParamSpec('metric_depth_wait_s', 0.5, "scale_source=depth: how long the worker waits for "
               'the metric depth image with the frame stamp, seconds.', float_range=(0.0, 10.0),

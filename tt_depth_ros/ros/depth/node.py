@@ -2,31 +2,31 @@
 
 One frame (docs/design.md §2): the executor validates the message and puts it in the latest-frame
 mailbox; the worker decodes it to RGB, takes intrinsics from the CameraInfo of its stamp (P with
-binning/ROI, scaled explicitly to the image size), resizes to the network grid exactly as upstream
-DA3 does, runs the engine, scales raw depth to metres with the focal AT NETWORK RESOLUTION, marks
-sky (+Inf) and out-of-range depth, optionally resamples to camera resolution, and publishes
-`depth` (32FC1 m / 16UC1 mm), `depth/camera_info` (same size as the depth image), `points`
-(organized, depth_image_proc layout) and optionally `depth/colorized`, all with the input header.
+binning/ROI, scaled explicitly to the image size; rectified when D != 0) and runs THE DA3 frame
+path (pipelines/depth.py: upstream resize to the network grid, engine, metres from the focal AT
+NETWORK RESOLUTION, sky (+Inf) and out-of-range depth, optional resample to camera resolution),
+then publishes `depth` (32FC1 m / 16UC1 mm), `depth/camera_info` (same size as the depth image),
+`points` (organized, depth_image_proc layout) and optionally `depth/colorized`, all with the input
+header. The other DA3 kinds (any-view, mono, NESTED) run the same frame path and publish what
+ros/depth/relative_outputs.py lists; this file holds only the ROS work.
 """
 from __future__ import annotations
 
 import time
 
-import numpy as np
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from tt_depth_ros.geometry.colorize import colorize_depth
-from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
-from tt_depth_ros.geometry.depth_postprocess import finish_depth
-from tt_depth_ros.geometry.metric_depth import SKY_MODES, default_intrinsics
+from tt_depth_ros.geometry.metric_depth import SKY_MODES
+from tt_depth_ros.pipelines.depth import DA3FramePath, DepthFrame, FrameOptions
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
-from tt_depth_ros.ros.depth.relative_outputs import DepthFamily
+from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS, PerceptionLifecycleNode
-from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
+from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
+from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
 from tt_depth_ros.ros.runtime.params import ParamSpec
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 
@@ -68,14 +68,15 @@ DEPTH_PARAMS = (
 
 
 class DepthNode(PerceptionLifecycleNode):
-    """Monocular metric depth (DA3) as a lifecycle node; see the module docstring."""
+    """Monocular depth (any DA3 model) as a lifecycle node; see the module docstring."""
 
     def __init__(self, node_name: str = 'depth_node', **kwargs) -> None:
         """Declare parameters; nothing heavy happens before configure."""
         self._pub_depth = self._pub_info = self._pub_points = self._pub_color = None
-        self._net_cache: dict[tuple[int, int], tuple[int, int]] = {}
         self._cloud_buffer = CloudBuffer()     # the worker publishes each cloud at once
-        self.family: DepthFamily | None = None  # any-view / NESTED / mono
+        self.frame_path: DA3FramePath | None = None
+        self.relative_nested: RelativeNestedOutputs | None = None   # any-view / NESTED / mono
+        self.camera_info_sub = None
         super().__init__(node_name, **kwargs)
 
     def node_param_specs(self) -> list[ParamSpec]:
@@ -94,30 +95,33 @@ class DepthNode(PerceptionLifecycleNode):
             errors.append('expected_width and expected_height must both be 0 or both be set')
         return errors
 
-    def net_hw(self, width: int, height: int) -> tuple[int, int]:
-        """Network (H, W) for a camera size (cached)."""
-        key = (width, height)
-        if key not in self._net_cache:
-            fixed = (self.p['network_height'], self.p['network_width'])
-            self._net_cache[key] = network_size(width, height, self.p['process_res'],
-                                                fixed if fixed[0] else None)
-        return self._net_cache[key]
+    def configure_for_engine(self) -> None:
+        """The DA3 frame path of the engine's kind, and the handler of the non-metric kinds.
+
+        Raises ValueError (configure fails) for parameters the model kind cannot honour.
+        """
+        self.relative_nested = RelativeNestedOutputs.for_node(self)
+        kind = 'metric' if self.relative_nested is None else self.relative_nested.kind
+        self.frame_path = DA3FramePath(self.engine, kind)
 
     def expected_shapes(self) -> list[tuple[int, int]]:
-        """Network shape for expected_width x expected_height, if given.
-
-        Also picks the handler of non-metric DA3 kinds (relative depth never goes on `depth`).
-        """
-        self.family = None
-        self.family = DepthFamily.for_node(self)
-        self._net_cache.clear()
+        """Network shape for expected_width x expected_height, if given."""
         w, h = self.p['expected_width'], self.p['expected_height']
-        return [self.net_hw(w, h)] if w and h else []
+        return [self.frame_options().network_hw(w, h)] if w and h else []
+
+    def frame_options(self) -> FrameOptions:
+        """The frame path's options from the current (partly runtime) parameters."""
+        p, metres = self.p, self.frame_path.is_metric
+        fixed = (p['network_height'], p['network_width'])
+        return FrameOptions(process_res=p['process_res'], fixed_size=fixed if fixed[0] else None,
+                            sky_mode=p['sky_mode'], sky_threshold=p['sky_threshold'],
+                            max_depth_m=(p['max_depth_m'] or None) if metres else None,
+                            output=p['output_resolution'], nested_focal_rescale=True)
 
     def create_outputs(self) -> None:
         """Lifecycle publishers: depth, depth/camera_info, points, depth/colorized."""
-        if self.family is not None:
-            self.family.create_outputs(self.add_publisher)
+        if self.relative_nested is not None:
+            self.relative_nested.create_outputs(self.add_publisher)
             return
         self._pub_depth = self.add_publisher(Image, 'depth')
         self._pub_info = self.add_publisher(CameraInfo, 'depth/camera_info')
@@ -128,8 +132,8 @@ class DepthNode(PerceptionLifecycleNode):
         """Subscriptions: image (or image/compressed) and camera_info."""
         self.camera_info_sub = self.subscribe_camera_info('camera_info', 'camera')
         self.subscribe_image('image', self._on_image)
-        if self.family is not None:
-            self.family.create_inputs()
+        if self.relative_nested is not None:
+            self.relative_nested.create_inputs()
 
     def _on_image(self, msg) -> None:
         self.stats.on_input()
@@ -137,64 +141,46 @@ class DepthNode(PerceptionLifecycleNode):
             self.offer(msg)
 
     def process(self, msg) -> None:
-        """Worker: one frame from message to published depth, CameraInfo and cloud."""
-        t = [time.perf_counter()]
+        """Worker: one frame from message to its published outputs (module docstring)."""
+        t0 = time.perf_counter()
         rgb = self.decode_image(msg, 'image')
         if rgb is None:
             return
+        options = self.frame_options()
         height, width = rgb.shape[:2]
         try:
-            net = self.net_hw(width, height)
+            net = options.network_hw(width, height)
         except ValueError as exc:
             self.reject('size', str(exc))
             return
-        if self.family is not None:
-            self.family.process(msg, rgb, net)
-            return
-        view = self.camera_view('camera', rgb, msg.header.stamp)   # rectified when D != 0
+        view = (self.relative_nested.camera_view(rgb, msg.header.stamp)
+                if self.relative_nested is not None else
+                self.camera_view('camera', rgb, msg.header.stamp))   # rectified when D != 0
         if view is None:
             return
-        rgb, K_img, tx, border = view.rgb, view.K, view.tx, view.border
-        if K_img is None:   # default_focal mode: DA3's assumed focal at network resolution
-            K_img = scale_intrinsics(default_intrinsics(net[1], net[0]), (net[1], net[0]),
-                                     (width, height))
-        t.append(time.perf_counter())
+        t1 = time.perf_counter()
         self.ensure_prepared(net)
-        img_net = resize_to_network(rgb, net, self.p['process_res'])
-        t.append(time.perf_counter())
-        out = self.engine.infer(img_net)
-        t.append(time.perf_counter())
-        K_net = scale_intrinsics(K_img, (width, height), (net[1], net[0]))
-        to_camera = self.p['output_resolution'] == 'camera'
-        raw = out['depth'] if border is None else border.mark_invalid(out['depth'])
-        depth = finish_depth(raw, out.get('sky'), K_net,
-                             sky_threshold=self.p['sky_threshold'], sky_mode=self.p['sky_mode'],
-                             max_depth_m=self.p['max_depth_m'],
-                             out_hw=(height, width) if to_camera else None)
-        if border is not None:   # rectified pixels from outside the source: invalid (NaN)
-            depth = border.mark_invalid(depth)
-        if to_camera:
-            K_out, color = K_img, rgb
-        else:
-            K_out, color = K_net, img_net
-            tx = tx * K_net[0, 0] / K_img[0, 0]
-        t.append(time.perf_counter())
-        self.publish_outputs(msg.header, depth, K_out, tx, color)
-        t.append(time.perf_counter())
-        stages = dict(zip(('decode', 'resize', 'infer', 'postprocess', 'publish'),
-                          np.diff(t)))
-        stages.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
+        frame = self.frame_path(view.rgb, self.frame_path.intrinsics(view.K, view.tx), options,
+                                border=view.border)
+        t2 = time.perf_counter()
+        published = (self.relative_nested.publish(msg.header, frame)
+                     if self.relative_nested is not None else
+                     self.publish_outputs(msg.header, frame))
+        t3 = time.perf_counter()
+        if not published:
+            return
+        stages = {'decode': t1 - t0, **frame.timings, 'publish': t3 - t2}
         now = self.get_clock().now().nanoseconds
         self.stats.on_output((now - stamp_to_ns(msg.header.stamp)) / 1e9, stages)
 
-    def publish_outputs(self, header, depth: np.ndarray, K: np.ndarray, tx: float,
-                        color: np.ndarray) -> None:
-        """Build and publish every enabled output with the input header."""
+    def publish_outputs(self, header, frame: DepthFrame) -> bool:
+        """Build and publish every enabled output of a metric frame with the input header."""
+        depth, K = frame.depth, frame.K
         h, w = depth.shape
         self._pub_depth.publish(depth_image_msg(depth, header, self.p['depth_encoding']))
-        self._pub_info.publish(camera_info_for(K, w, h, header, tx=tx))
+        self._pub_info.publish(camera_info_for(K, w, h, header, tx=frame.tx))
         if self.p['points_enable'] and self._pub_points.get_subscription_count() > 0:
-            rgb = color if self.p['points_format'] == 'xyzrgb' else None
+            rgb = frame.image if self.p['points_format'] == 'xyzrgb' else None
             max_r = self.p['points_max_range_m'] or None
             self._pub_points.publish(depth_cloud_msg(depth, K, header, rgb,
                                                      self.p['points_decimation'], max_r,
@@ -202,22 +188,14 @@ class DepthNode(PerceptionLifecycleNode):
         if self.p['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
             preview = colorize_depth(depth, None, self.p['colorized_max_m'] or None)
             self._pub_color.publish(rgb_image_msg(preview, header))
-
+        return True
 
     def diagnostics_extra(self) -> dict:
-        """Model kind, focal and scale figures for the DA3 family handler."""
-        return self.family.diagnostics() if self.family is not None else {}
+        """Model kind, focal and scale figures of the relative / NESTED handler."""
+        return self.relative_nested.diagnostics() if self.relative_nested is not None else {}
 
 
 def params_markdown() -> str:
     """The depth node's parameter table in Markdown (README material)."""
     return _params_markdown(COMMON_PARAMS + DEPTH_PARAMS)
 
-
-def main(args: list[str] | None = None) -> int:
-    """Console script `depth_node`: start, auto-activate (autostart), spin until SIGINT/SIGTERM."""
-    return run_lifecycle_node(DepthNode, args)
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())

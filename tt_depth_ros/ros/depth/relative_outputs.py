@@ -1,77 +1,73 @@
-"""The depth node's outputs for DA3 models other than the metric ones: any-view, NESTED, mono.
+"""The depth node's outputs for the DA3 kinds beyond DA3METRIC: any-view, mono and NESTED.
 
 What each kind publishes (all with the input header; sizes follow `output_resolution`):
 
-* relative (any-view `da3-small` ... `da3-giant-1.1`, `da3mono-large`): never `depth`.
+* relative (any-view `da3-small` ... `da3-giant-1.1`, `da3mono-large`), every frame:
   `depth_relative` (32FC1, the model's own unit, NaN invalid, +Inf sky for mono) with
-  `depth_relative/camera_info`, and `points_relative` (same unit). With `scale_source` `depth` or
-  `camera_height` and a scale for the frame: `depth` (metres, `depth_encoding`),
-  `depth/camera_info` and `points` (metres) as well; a frame without a scale publishes the relative
-  outputs and is counted as rejected [scale].
+  `depth_relative/camera_info`, and `points_relative` (same unit). Relative depth never goes on
+  `depth`. With `scale_source` `depth` or `camera_height`, a frame with a metric scale also
+  publishes `depth` (metres, `depth_encoding`), `depth/camera_info` and `points` (metres); a frame
+  without one publishes only the relative outputs and counts as rejected [scale].
 * NESTED (`da3nested-giant-large-1.1`): metric `depth`, `depth/camera_info`, `points`.
 * any-view and NESTED also: `confidence` (32FC1, >= 1) and `camera_info_estimated` (the model's
   intrinsics on the published grid).
 
 Intrinsics (`focal_source`): the CameraInfo (once a valid one arrived, for 'auto') or the model's
 estimate. NESTED's metres are set by the focal: upstream aligns its depth to the metric branch
-scaled with the *estimated* focal, so the node multiplies by f_used / f_estimated (f = mean of
-fx, fy at network resolution) - the same as aligning with the used focal, up to the alignment's
-0.01 m validity floor. /diagnostics says which focal scaled the depth and how far the estimate is
-from the CameraInfo (`focal_difference_pct`).
+scaled with the *estimated* focal, so the frame path multiplies by f_used / f_estimated
+(pipelines/depth.py `FrameOptions.nested_focal_rescale`) - the same as aligning with the used
+focal, up to the alignment's 0.01 m validity floor. /diagnostics says which focal scaled the depth
+and how far the estimate is from the CameraInfo (`focal_difference_pct`).
 """
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
-from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.geometry import metric_depth as md
 from tt_depth_ros.geometry.colorize import colorize_depth
-from tt_depth_ros.geometry.da3_preprocess import resize_to_network, scale_intrinsics
-from tt_depth_ros.geometry.depth_postprocess import finish_depth
 from tt_depth_ros.geometry.scale import ScaleResult
-from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings, confident, relative_scale
+from tt_depth_ros.pipelines.depth import DepthFrame, engine_kind
+from tt_depth_ros.pipelines.relative_scale import (
+    FrameScale,
+    RelativeScaleSettings,
+    confident,
+    relative_scale,
+)
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import depth_cloud_msg
-from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth, rgb_image_msg
+from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.stamp_cache import StampedCache
-from tt_depth_ros.ros.runtime.tf_height import TfHeight
+from tt_depth_ros.ros.runtime.camera_views import CameraView
+from tt_depth_ros.ros.runtime.metric_depth_input import MetricDepthInput
+from tt_depth_ros.ros.runtime.tf_buffer import TfBuffer, subscribe_tf
+from tt_depth_ros.ros.runtime.tf_height import camera_height
 
 KINDS = ('anyview', 'nested', 'mono')
 
 
-def engine_kind(details: dict) -> str:
-    """'metric', 'mono', 'anyview' or 'nested' from an engine's info.details."""
-    kind = details.get('kind')
-    if kind:
-        return str(kind)
-    return 'metric' if details.get('is_metric', True) else 'mono'
+class RelativeNestedOutputs:
+    """Publishers and per-frame publishing of the relative (any-view, mono) and NESTED kinds.
 
-
-def _focal(K: np.ndarray) -> float:
-    return (float(K[0, 0]) + float(K[1, 1])) / 2.0
-
-
-class DepthFamily:
-    """Per-frame work and publishers of one non-metric DA3 kind (module docstring)."""
+    Also the ROS inputs these kinds need beyond the image: the intrinsics choice of
+    `focal_source` and the metric-scale side inputs of `scale_source` (a metric depth image, the
+    camera height from TF).
+    """
 
     def __init__(self, node, kind: str) -> None:
         self.node, self.kind = node, kind
         self.relative = kind in ('anyview', 'mono')
         self.estimates = kind in ('anyview', 'nested')
         self.pubs: dict = {}
-        self.metric_cache = StampedCache(30)
-        self.tf = TfHeight()
+        self.metric_depth = MetricDepthInput(node)
+        self.tf = TfBuffer()
         self._lock = threading.Lock()
         self._info: dict = {}
 
     @classmethod
-    def for_node(cls, node) -> 'DepthFamily | None':
+    def for_node(cls, node) -> 'RelativeNestedOutputs | None':
         """The handler for the node's engine (None for metric models); ValueError if misused."""
         p, kind = node.p, engine_kind(node.engine.info.details)
         model = p['model']
@@ -89,7 +85,7 @@ class DepthFamily:
         if kind == 'mono' and p['focal_source'] == 'estimated':
             raise ValueError(f"focal_source='estimated': {model!r} does not estimate intrinsics")
         if p['scale_source'] == 'camera_height' and not (p['camera_height_m'] > 0 or
-                                                         p['camera_height_frame']):
+                                                              p['camera_height_frame']):
             raise ValueError('scale_source=camera_height needs camera_height_m > 0 (metres, '
                              'optical centre above the ground) or camera_height_frame (TF)')
         return cls(node, kind)
@@ -111,46 +107,31 @@ class DepthFamily:
             self._info = {'scale_failures': 0}
 
     def create_inputs(self) -> None:
-        """The metric_depth subscription of scale_source=depth."""
-        self.metric_cache.clear()
+        """The side inputs of the scale source: metric_depth, or /tf and /tf_static."""
         node = self.node
-        if node.p['scale_source'] == 'depth':
-            node.track_subscription(node.create_subscription(Image, 'metric_depth',
-                                                             self._on_metric, node.input_qos()))
+        self.metric_depth.start()
         if node.p['scale_source'] == 'camera_height' and node.p['camera_height_frame']:
-            latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                                 reliability=ReliabilityPolicy.RELIABLE)
-            node.track_subscription(node.create_subscription(TFMessage, '/tf_static',
-                                                             self.tf.on_tf, latched))
-            node.track_subscription(node.create_subscription(TFMessage, '/tf', self.tf.on_tf,
-                                                             QoSProfile(depth=100)))
-
-    def _on_metric(self, msg) -> None:
-        try:
-            self.metric_cache.put(stamp_to_ns(msg.header.stamp), image_msg_to_depth(msg))
-        except ValueError as exc:
-            self.node.reject('metric_depth', f'metric_depth: {exc}')
+            self.tf.clear()
+            for sub in subscribe_tf(node, self.tf):
+                node.track_subscription(sub)
 
     # ---- per frame ------------------------------------------------------------------------
-    def _pre_K(self, rgb: np.ndarray, stamp):
-        """(rgb, K_img or None, tx, focal source, border) before inference; None = skipped.
+    def camera_view(self, rgb: np.ndarray, stamp) -> CameraView | None:
+        """The frame's camera per `focal_source`; None = frame skipped (already reported).
+
+        K None means the model's estimate (the default focal for mono, with no CameraInfo in
+        'default_focal' mode).
 
         The CameraInfo is the one of the image's stamp and a distorted image is rectified
-        (perception_node.camera_view), exactly as for the metric model; `border` (None or the
-        Rectifier) marks rectified pixels from outside the source image.
+        (PerceptionLifecycleNode.camera_view), exactly as for the metric model.
         """
-        node, fs = self.node, self.node.p['focal_source']
-        if self.estimates and (fs == 'estimated' or (fs == 'auto' and not self._has_camera_info())):
-            return rgb, None, 0.0, 'estimated', None
+        node, focal_source = self.node, self.node.p['focal_source']
+        if self.estimates and (focal_source == 'estimated' or
+                               (focal_source == 'auto' and not self._has_camera_info())):
+            return CameraView(rgb, None, 0.0, None)
         fallback = ("using the model's estimated intrinsics" if self.estimates else
                     'using the default focal; the point geometry is approximate')
-        view = node.camera_view('camera', rgb, stamp, fallback=fallback)
-        if view is None:
-            return None
-        rgb, K, tx, border = view.rgb, view.K, view.tx, view.border
-        if K is None:
-            return rgb, None, 0.0, 'estimated' if self.estimates else 'default', border
-        return rgb, K, tx, 'camera_info', border
+        return node.camera_view('camera', rgb, stamp, fallback=fallback)
 
     def _has_camera_info(self) -> bool:
         """focal_source 'auto': whether the camera's CameraInfo is (or is about to be) there.
@@ -166,82 +147,26 @@ class DepthFamily:
             return False
         return node.camera_infos.wait_any('camera', node.p['camera_info_wait_s'])
 
-    def process(self, msg, rgb: np.ndarray, net: tuple[int, int]) -> None:
-        """Worker: one frame of this kind, from RGB to every output of the module docstring."""
-        node, p = self.node, self.node.p
-        t = [time.perf_counter()]
-        pre = self._pre_K(rgb, msg.header.stamp)
-        if pre is None:
-            return
-        rgb, K_img, tx, source, border = pre
-        height, width = rgb.shape[:2]
-        node.ensure_prepared(net)
-        img_net = resize_to_network(rgb, net, p['process_res'])
-        t.append(time.perf_counter())
-        out = node.engine.infer(img_net)
-        t.append(time.perf_counter())
-        net_wh, img_wh = (net[1], net[0]), (width, height)
-        K_est_net = out.get('intrinsics')
-        if source == 'estimated':
-            K_img = scale_intrinsics(K_est_net, net_wh, img_wh)
-        elif source == 'default':
-            K_img = scale_intrinsics(md.default_intrinsics(*net_wh), net_wh, img_wh)
-        K_net = scale_intrinsics(K_img, img_wh, net_wh)
-        raw = out['depth']
-        focal = {'focal_source': source, 'focal_used_px': round(_focal(K_img), 3)}
-        if K_est_net is not None:
-            f_est = _focal(scale_intrinsics(K_est_net, net_wh, img_wh))
-            focal.update(focal_estimated_px=round(f_est, 3),
-                         focal_difference_pct=round(100.0 * (f_est / _focal(K_img) - 1.0), 3))
-        if self.kind == 'nested':
-            raw = raw * np.float32(_focal(K_net) / _focal(K_est_net))
-        to_camera = p['output_resolution'] == 'camera'
-        out_hw = (height, width) if to_camera else None
-        if border is not None:
-            raw = border.mark_invalid(raw)
-        depth = finish_depth(raw, out.get('sky'), K_net, metric=False,
-                             sky_threshold=p['sky_threshold'], sky_mode=p['sky_mode'],
-                             max_depth_m=p['max_depth_m'] if self.kind == 'nested' else None,
-                             out_hw=out_hw)
-        if border is not None:   # rectified pixels from outside the source: invalid (NaN)
-            depth = border.mark_invalid(depth)
-        conf = out.get('conf')
-        if conf is not None and to_camera:
-            conf = md.resize_depth(conf, out_hw)
-        K_out, color = (K_img, rgb) if to_camera else (K_net, img_net)
-        if not to_camera and source == 'camera_info':
-            tx = tx * K_net[0, 0] / K_img[0, 0]
-        K_est_out = None if K_est_net is None else (
-            scale_intrinsics(K_est_net, net_wh, img_wh) if to_camera else K_est_net)
-        t.append(time.perf_counter())
-        published = self._publish(msg, depth, conf, K_out, K_est_out, tx, color, focal)
-        t.append(time.perf_counter())
-        if not published:
-            return
-        stages = dict(zip(('resize', 'infer', 'postprocess', 'publish'), np.diff(t)))
-        stages.update({f'engine_{k}': v for k, v in node.engine.last_timings.items()})
-        now = node.get_clock().now().nanoseconds
-        node.stats.on_output((now - stamp_to_ns(msg.header.stamp)) / 1e9, stages)
-
-    def _publish(self, msg, depth, conf, K, K_est, tx, color, focal: dict) -> bool:
+    def publish(self, header, frame: DepthFrame) -> bool:
         """Publish one frame; False when the metric scale failed (relative outputs still out)."""
-        node, p, header = self.node, self.node.p, msg.header
+        p = self.node.p
+        depth, K, tx = frame.depth, frame.K, frame.tx
         h, w = depth.shape
-        mask = confident(depth, conf, p['min_confidence'])
-        if conf is not None:
-            self.pubs['confidence'].publish(depth_image_msg(conf.astype(np.float32), header))
-        if K_est is not None:
-            self.pubs['camera_info_estimated'].publish(camera_info_for(K_est, w, h, header))
-        info = dict(focal, depth_kind='relative' if self.relative else 'metric')
+        mask = confident(depth, frame.conf, p['min_confidence'])
+        if frame.conf is not None:
+            self.pubs['confidence'].publish(depth_image_msg(frame.conf.astype(np.float32),
+                                                            header))
+        if frame.K_estimated is not None:
+            self.pubs['camera_info_estimated'].publish(camera_info_for(frame.K_estimated, w, h,
+                                                                       header))
+        info = dict(self._focal_figures(frame),
+                    depth_kind='relative' if self.relative else 'metric')
         metric = None
         if self.relative:
             self.pubs['depth_relative'].publish(depth_image_msg(depth, header))
             self.pubs['depth_relative/camera_info'].publish(camera_info_for(K, w, h, header, tx))
-            settings, why = self._scale_settings(header.frame_id)
-            scale, fit = ((relative_scale(settings, depth, mask, K,
-                                          self._metric_for(header.stamp)))
-                          if settings is not None else
-                          (ScaleResult('camera_height', None, why), None))
+            self._cloud('points_relative', depth, mask, K, header, frame.image)
+            scale, fit = self._frame_scale(header, depth, mask, K)
             info.update(scale_source=scale.source, scale=scale.value,
                         scale_support=scale.support, scale_spread=round(scale.spread, 5),
                         units='metres' if scale.metric else 'model units (relative)')
@@ -252,15 +177,13 @@ class DepthFamily:
                 metric = depth * np.float32(scale.value)
                 if p['max_depth_m']:
                     metric = md.clip_max_depth(metric, p['max_depth_m'])
-            else:
-                self._cloud('points_relative', depth, mask, K, header, color)
         else:
             metric, scale = depth, None
             info.update(scale_source='model (NESTED metric branch)', scale=1.0, units='metres')
         if metric is not None:
             self.pubs['depth'].publish(depth_image_msg(metric, header, p['depth_encoding']))
             self.pubs['depth/camera_info'].publish(camera_info_for(K, w, h, header, tx))
-            self._cloud('points', metric, mask, K, header, color)
+            self._cloud('points', metric, mask, K, header, frame.image)
         self._colorized(metric if metric is not None else depth, header)
         with self._lock:
             self._info.update(info)
@@ -268,29 +191,39 @@ class DepthFamily:
                 self._info['scale_failures'] += 1
                 self._info['last_scale_failure'] = scale.reason
         if scale is not None and not scale.ok:
-            node.reject('scale', f'no {scale.source} scale for this frame (depth_relative '
-                        f'published, nothing on depth): {scale.reason}')
+            self.node.reject('scale', f'no {scale.source} scale for this frame (depth_relative '
+                             f'published, nothing on depth): {scale.reason}')
             return False
         return True
 
-    def _scale_settings(self, frame_id: str):
-        """(settings, '') for this frame, or (None, why) when TF has no camera height yet."""
-        p = self.node.p
-        height = p['camera_height_m']
-        if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
-            height, why = self.tf.height(p['camera_height_frame'], frame_id)
-            if height is None:
-                return None, why
-            with self._lock:
-                self._info['camera_height_m'] = round(height, 4)
-        return RelativeScaleSettings(p['scale_source'], p['min_scale_support'], height,
-                                     p['ground_max_tilt_deg'], p['ground_tolerance'],
-                                     p['ground_min_inlier_ratio']), ''
+    @staticmethod
+    def _focal_figures(frame: DepthFrame) -> dict:
+        """/diagnostics: which focal set the geometry and how far the model's estimate is."""
+        used = frame.focal_used_px
+        figures = {'focal_source': frame.intrinsics_source, 'focal_used_px': round(used, 3)}
+        if frame.focal_estimated_px is not None:
+            est = frame.focal_estimated_px
+            figures.update(focal_estimated_px=round(est, 3),
+                           focal_difference_pct=round(100.0 * (est / used - 1.0), 3))
+        return figures
 
-    def _metric_for(self, stamp) -> np.ndarray | None:
-        if self.node.p['scale_source'] != 'depth':
-            return None
-        return self.metric_cache.get(stamp_to_ns(stamp), self.node.p['metric_depth_wait_s'])
+    def _frame_scale(self, header, depth: np.ndarray, mask: np.ndarray,
+                     K: np.ndarray) -> FrameScale:
+        """The metric scale of this frame from `scale_source` (no scale: the reason why)."""
+        p = self.node.p
+        height_m = p['camera_height_m']
+        if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
+            height = camera_height(self.tf, p['camera_height_frame'], header.frame_id)
+            if height.metres is None:
+                return FrameScale(ScaleResult('camera_height', None, height.why_not), None)
+            height_m = height.metres
+            with self._lock:
+                self._info['camera_height_m'] = round(height_m, 4)
+        settings = RelativeScaleSettings(p['scale_source'], p['min_scale_support'], height_m,
+                                         p['ground_max_tilt_deg'], p['ground_tolerance'],
+                                         p['ground_min_inlier_ratio'])
+        return relative_scale(settings, depth, mask, K,
+                              self.metric_depth.image_for(stamp_to_ns(header.stamp)))
 
     def _cloud(self, topic, depth, mask, K, header, color) -> None:
         p, pub = self.node.p, self.pubs[topic]

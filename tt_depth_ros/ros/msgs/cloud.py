@@ -18,35 +18,12 @@ from sensor_msgs.msg import PointCloud2, PointField
 from tt_depth_ros.geometry.depth_cloud import pack_rgb, point_planes
 from tt_depth_ros.ros.msgs.depth import no_copy_kwargs
 
-XYZ_DTYPE = np.dtype({'names': ['x', 'y', 'z'], 'formats': ['<f4'] * 3,
-                      'offsets': [0, 4, 8], 'itemsize': 16})
-XYZRGB_DTYPE = np.dtype({'names': ['x', 'y', 'z', 'rgb'], 'formats': ['<f4'] * 4,
-                         'offsets': [0, 4, 8, 16], 'itemsize': 32})
-
 
 def _fields(with_rgb: bool) -> list[PointField]:
     names = ['x', 'y', 'z'] + (['rgb'] if with_rgb else [])
     offsets = [0, 4, 8, 16]
     return [PointField(name=n, offset=o, datatype=PointField.FLOAT32, count=1)
             for n, o in zip(names, offsets)]
-
-
-def cloud_from_struct(points: np.ndarray, header) -> PointCloud2:
-    """Wrap an (h, w) XYZ_DTYPE / XYZRGB_DTYPE structured array as an organized PointCloud2."""
-    if points.dtype not in (XYZ_DTYPE, XYZRGB_DTYPE) or points.ndim != 2:
-        raise ValueError(f'points must be an (h, w) array of XYZ_DTYPE or XYZRGB_DTYPE, '
-                         f'got {points.shape} {points.dtype}')
-    h, w = points.shape
-    step = points.dtype.itemsize
-    buf = array.array('B')
-    if points.size:  # an empty cloud (no confident point) is a valid message; cast() rejects it
-        buf.frombytes(memoryview(np.ascontiguousarray(points)).cast('B'))
-    msg = PointCloud2(header=header, height=h, width=w,
-                      fields=_fields(points.dtype == XYZRGB_DTYPE), is_bigendian=False,
-                      point_step=step, row_step=w * step, is_dense=False,
-                      **no_copy_kwargs(PointCloud2))
-    msg.data = buf   # assigned after construction: the constructor's data path is ~15x slower
-    return msg
 
 
 class CloudBuffer:

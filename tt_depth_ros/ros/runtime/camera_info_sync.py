@@ -3,7 +3,7 @@
 A camera publishes Image and CameraInfo as two topics with the same header stamp; they arrive in
 either order, and the worker may process a frame while newer CameraInfos (another zoom, another
 calibration, another resolution) have already arrived. Reading "the latest CameraInfo" then gives
-a frame someone else's intrinsics (issue 12: depth x2 after a focal change). So CameraInfos are
+a frame someone else's intrinsics (depth x2 after a focal change). So CameraInfos are
 kept per camera in a small stamp-keyed cache (ros/runtime/stamp_cache.py) and looked up by the
 image stamp:
 - `exact` (default): the CameraInfo with exactly the image stamp; else the nearest one within

@@ -1,4 +1,4 @@
-"""Lifecycle base of the perception nodes (depth node, pair node): engine, worker, diagnostics.
+"""Lifecycle base of the perception nodes (depth node, pair node): the transitions.
 
 Follows the rclpy lifecycle demo (ros2/demos lifecycle_py talker) and docs/ros.md §4:
 configure = validate parameters, build and prepare the engine (slow, logged), create publishers;
@@ -11,106 +11,45 @@ while the worker is inside prepare/infer: the worker join is bounded and a worke
 fails the transition (WorkerStuckError) with the engine kept. At process shutdown `abort_configure`
 cancels the node's CancelToken, which the engine build checks between its steps.
 
-Subclasses provide `declare_node_parameters`, `create_outputs`, `create_inputs`,
-`expected_shapes` and `process`; the base gives them parameters (`self.p`), QoS, image decoding,
-the CameraInfo of each image's stamp (ros/runtime/camera_info_sync.py) and rectification of
-distorted inputs (ros/runtime/rectify_input.py) via `camera_view`, throttled bad-input reporting
-(`self.reject`) and statistics (`self.stats`).
+The rest is composed from one-concept parts, reached through thin methods that subclasses call:
+parameters (ros/runtime/common_params.py + the node's own, `self.p`), the engine
+(ros/runtime/engine_builder.py: `build_engine`, `ensure_prepared`), inputs
+(ros/runtime/inputs.py: `subscribe_image`, `precheck_image`, `decode_image`, `offer`), CameraInfo
+by stamp and rectification (ros/runtime/camera_views.py: `camera_view`), publishers
+(ros/runtime/publishers.py: `add_publisher`), throttled bad-input reporting
+(ros/runtime/rejects.py: `reject`) and statistics (`self.stats`, /diagnostics). Subclasses provide
+`node_param_specs`, `validate`, `expected_shapes`, `create_outputs`, `create_inputs`, `process`
+and `diagnostics_extra`.
 """
 from __future__ import annotations
 
-import dataclasses
-import importlib
-import inspect
-import json
 import time
 import traceback
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.cancel import BuildCancelled, CancelToken
 from tt_depth_ros.engines.weights import WeightsUnavailableError
-from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
-from tt_depth_ros.ros.msgs.camera_info import CameraInfoError, camera_geometry
-from tt_depth_ros.ros.msgs.image_codec import (
-    ENCODINGS,
-    ImageDecodeError,
-    compressed_image_size,
-    compressed_to_rgb,
-    image_msg_to_rgb,
-)
-from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.camera_info_sync import CAMERA_INFO_SYNC_PARAMS, CameraInfoStore
-from tt_depth_ros.ros.runtime.camera_views import CameraView
-from tt_depth_ros.ros.runtime.diagnostics import DROP_WINDOW_S, NodeStats, diagnostic_array
+from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore, InfoMatch
+from tt_depth_ros.ros.runtime.camera_views import CameraView, CameraViews
+from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
+from tt_depth_ros.ros.runtime.diagnostics import NodeStats, diagnostic_array
+from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes, build_node_engine
+from tt_depth_ros.ros.runtime.inputs import NodeInputs
 from tt_depth_ros.ros.runtime.mailbox import LatestFrameMailbox
 from tt_depth_ros.ros.runtime.params import ParamSpec, ParamTable
-from tt_depth_ros.ros.runtime.qos import publisher_events, qos_profile, subscription_events
-from tt_depth_ros.ros.runtime.rectify_input import RECTIFY_PARAMS, InputRectification
+from tt_depth_ros.ros.runtime.publishers import NodePublishers
+from tt_depth_ros.ros.runtime.qos import qos_profile
+from tt_depth_ros.ros.runtime.rejects import RejectReporter
 from tt_depth_ros.ros.runtime.worker import FrameWorker
 
 WORKER_STOP_S = 10.0   # deactivate/cleanup wait for an in-flight inference (signal shutdown: less)
 
 SUCCESS, FAILURE, ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE,
                            TransitionCallbackReturn.ERROR)
-
-COMMON_PARAMS = (
-    ParamSpec('model', 'da3metric-large', 'Network to run (engines.factory.build_engine name).'),
-    ParamSpec('weights_path', '', 'Explicit weights file; empty = HF cache, then pinned download.'),
-    ParamSpec('revision', '', 'Hugging Face revision for the download; empty = pinned default.'),
-    ParamSpec('backend', 'auto', 'Inference backend; auto = ttnn, else torch-cuda, else torch-cpu.',
-              choices=('auto', 'ttnn', 'torch-cuda', 'torch-cpu')),
-    ParamSpec('device_id', 0, 'Accelerator index (one process holds one device).',
-              int_range=(0, 63)),
-    ParamSpec('engine_plugin', '', "Tests/integration only: 'module:callable' returning an Engine "
-              'instead of build_engine; never chosen automatically; set at process start only.',
-              read_only=True),
-    ParamSpec('engine_plugin_args', '{}', 'JSON object of keyword arguments for engine_plugin.',
-              read_only=True),
-    ParamSpec('input_transport', 'raw', "'raw' subscribes Image on <image>; 'compressed' "
-              'subscribes CompressedImage on <image>/compressed (JPEG/PNG).',
-              choices=('raw', 'compressed')),
-    ParamSpec('input_reliability', 'best_effort', 'QoS reliability of image/camera_info inputs.',
-              choices=('best_effort', 'reliable')),
-    ParamSpec('input_depth', 1, 'QoS history depth of inputs.', int_range=(1, 100)),
-    ParamSpec('output_reliability', 'reliable', 'QoS reliability of published outputs.',
-              choices=('best_effort', 'reliable')),
-    ParamSpec('output_depth', 2, 'QoS history depth of outputs.', int_range=(1, 100)),
-    ParamSpec('camera_info_mode', 'wait', "'wait' skips frames until a valid CameraInfo arrived; "
-              "'default_focal' uses the model's default focal (scale unreliable, warned).",
-              choices=('wait', 'default_focal')),
-    *CAMERA_INFO_SYNC_PARAMS,
-    *RECTIFY_PARAMS,
-    ParamSpec('max_image_pixels', 8192 * 8192, 'Images with more pixels are rejected.',
-              int_range=(1, 1 << 28)),
-    ParamSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics messages.',
-              float_range=(0.05, 60.0)),
-    ParamSpec('bad_input_log_period', 5.0, 'Seconds between log lines per bad-input kind.',
-              float_range=(0.0, 3600.0), runtime=True),
-    ParamSpec('drop_warn_ratio', 0.5, 'Diagnostics go WARN when more than this fraction of the '
-              'frames handed to the worker were dropped (replaced unprocessed) over the last '
-              f'{DROP_WINDOW_S:g} s.', float_range=(0.0, 1.0), runtime=True),
-    ParamSpec('autostart', True, 'Configure and activate at startup (without launch tooling).',
-              read_only=True),
-)
-
-
-def with_defaults(specs, defaults: dict) -> list[ParamSpec]:
-    """`specs` with the defaults a subclass overrides (e.g. the pair node's default model)."""
-    return [dataclasses.replace(s, default=defaults[s.name]) if s.name in defaults else s
-            for s in specs]
-
-
-def _accepts(fn, name: str) -> bool:
-    """Whether callable `fn` takes a keyword argument `name` (False if it cannot be inspected)."""
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 class WorkerStuckError(RuntimeError):
@@ -127,8 +66,6 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Declare parameters (never raises for bad values: on_configure reports them)."""
         self.engine: Engine | None = None
         self.worker: FrameWorker | None = None
-        self._subs: list = []
-        self._pubs: list = []
         self._diag_timer = None
         self.cancel = CancelToken()          # cancelled once, when the process shuts down
         self.worker_join_s = WORKER_STOP_S   # bounded wait for an in-flight inference
@@ -141,16 +78,23 @@ class PerceptionLifecycleNode(LifecycleNode):
         self.state_label = 'unconfigured'
         self.stats = NodeStats()
         self.mailbox = LatestFrameMailbox()
-        self.camera_infos = CameraInfoStore()   # per camera, by stamp (ros/camera_info_sync)
-        self.rectification = InputRectification()   # distorted inputs (ros/rectify_input)
-        self._last_stamp: dict[str, int] = {}
-        self._last_log: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
+        self.prepared = PreparedShapes()
+        self.rejects = RejectReporter(self.get_logger(), self.stats,
+                                      lambda: self.p['bad_input_log_period'])
+        self.inputs = NodeInputs(self, self.p, self.input_qos, self.stats, self.reject,
+                                 self.mailbox)
+        self.node_publishers = NodePublishers(self, self.output_qos, self.stats)
+        self.camera_views = CameraViews(self.p, self.reject, self.get_logger())
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.add_on_set_parameters_callback(
             lambda ps: self.params.on_set(ps, self.state_label in ('inactive', 'active')))
         self.get_logger().info('parameters: ' + ', '.join(
             f'{k}={v!r}' for k, v in self.p.items()))
+
+    @property
+    def camera_infos(self) -> CameraInfoStore:
+        """Each camera's CameraInfos by stamp (ros/runtime/camera_info_sync.py)."""
+        return self.camera_views.store
 
     # ---- hooks for subclasses -------------------------------------------------------------
     def node_param_specs(self) -> list[ParamSpec]:
@@ -161,12 +105,22 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Cross-parameter checks beyond ranges; return error messages."""
         return []
 
+    def configure_for_engine(self) -> None:
+        """Set up what depends on the built engine, before it is prepared (configure).
+
+        Raise ValueError for parameters the engine's model cannot honour (configure FAILURE).
+        """
+
+    def engine_num_views(self) -> int | None:
+        """Views per forward the engine is built for (DA3 any-view / NESTED); None = default."""
+        return None
+
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network (H, W) shapes to prepare at configure (empty = prepare on the first frame)."""
         return []
 
     def create_outputs(self) -> None:
-        """Create lifecycle publishers (configure)."""
+        """Create lifecycle publishers (configure); use `add_publisher`."""
 
     def create_inputs(self) -> None:
         """Create subscriptions (activate); use `subscribe_image` / `subscribe_camera_info`."""
@@ -181,26 +135,12 @@ class PerceptionLifecycleNode(LifecycleNode):
 
     # ---- engine ---------------------------------------------------------------------------
     def build_engine(self) -> Engine:
-        """Engine from `engine_plugin` (tests/integration) or engines.factory.build_engine.
+        """The engine of the node's parameters, cancellable (ros/runtime/engine_builder.py)."""
+        return build_node_engine(self.p, self.get_logger(), self.cancel, self.engine_num_views())
 
-        Both get the node's cancellation token (a plugin when it has a `cancel` parameter).
-        """
-        plugin = self.p['engine_plugin']
-        if plugin:
-            module, _, attr = plugin.partition(':')
-            if not attr:
-                raise ValueError(f"engine_plugin={plugin!r} must be 'module:callable'")
-            kwargs = json.loads(self.p['engine_plugin_args'] or '{}')
-            self.get_logger().warning(f'engine from plugin {plugin} (test/integration path)')
-            factory = getattr(importlib.import_module(module), attr)
-            if _accepts(factory, 'cancel'):
-                kwargs['cancel'] = self.cancel
-            return factory(**kwargs)
-        from tt_depth_ros.engines.factory import build_engine  # heavy (torch): only when used
-        return build_engine(self.p['model'], weights=self.p['weights_path'] or None,
-                            backend=self.p['backend'], device_id=self.p['device_id'],
-                            revision=self.p['revision'] or None, logger=self.get_logger(),
-                            cancel=self.cancel)
+    def ensure_prepared(self, shape: tuple[int, int]) -> None:
+        """Prepare the engine for a network shape once (logged: compile/trace can take seconds)."""
+        self.prepared.ensure(self.engine, shape, self.get_logger())
 
     def abort_configure(self) -> None:
         """Process shutdown: a configure in progress stops at its next checkpoint (any thread)."""
@@ -210,17 +150,6 @@ class PerceptionLifecycleNode(LifecycleNode):
     def worker_stuck(self) -> bool:
         """Whether a worker thread that could not be stopped is still running."""
         return self.worker is not None and self.worker.running
-
-    def ensure_prepared(self, shape: tuple[int, int]) -> None:
-        """Prepare the engine for a network shape once (logged: compile/trace can take seconds)."""
-        if shape in self._prepared:
-            return
-        self.get_logger().info(f'preparing engine for network shape {shape[0]}x{shape[1]} ...')
-        t0 = time.monotonic()
-        self.engine.prepare(shape)
-        self._prepared.add(shape)
-        self.get_logger().info(f'engine ready for {shape[0]}x{shape[1]} '
-                               f'({time.monotonic() - t0:.2f} s)')
 
     # ---- lifecycle ------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -234,9 +163,8 @@ class PerceptionLifecycleNode(LifecycleNode):
                 self.stats.on_error('configure: ' + '; '.join(errors))
                 return FAILURE
             self.stats.reset()
-            self.camera_infos.reset()
-            self.rectification.reset()
-            self._prepared: set = set()
+            self.camera_views.reset()
+            self.prepared.reset()
             self.get_logger().info(f'configure: building engine for {self.p["model"]!r} '
                                    f'(backend {self.p["backend"]}) ...')
             t0 = time.monotonic()
@@ -244,6 +172,7 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.cancel.check('after building the engine')
             self.get_logger().info(f'engine built in {time.monotonic() - t0:.2f} s: '
                                    f'{self.engine.info}')
+            self.configure_for_engine()
             for shape in self.expected_shapes():
                 self.ensure_prepared(shape)
                 self.cancel.check('while preparing the engine')
@@ -268,8 +197,8 @@ class PerceptionLifecycleNode(LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Subscribe, start the worker, enable the lifecycle publishers."""
         try:
-            self._last_stamp.clear()
-            self.worker = FrameWorker(self.mailbox, self._process_timed, self._on_worker_error,
+            self.inputs.restart()
+            self.worker = FrameWorker(self.mailbox, self.process, self.rejects.processing_failed,
                                       name=f'{self.get_name()}-worker')
             self.worker.start()
             self.create_inputs()
@@ -327,9 +256,7 @@ class PerceptionLifecycleNode(LifecycleNode):
             return ERROR
 
     def _stop_inputs(self) -> None:
-        for sub in self._subs:
-            self.destroy_subscription(sub)
-        self._subs.clear()
+        self.inputs.destroy_all()
         if self.worker is not None:
             if not self.worker.stop(self.worker_join_s):
                 raise WorkerStuckError(
@@ -342,19 +269,17 @@ class PerceptionLifecycleNode(LifecycleNode):
 
     def _release_all(self) -> None:
         self._stop_inputs()
-        for pub in self._pubs:
-            self.destroy_lifecycle_publisher(pub)
-        self._pubs.clear()
+        self.node_publishers.destroy_all()
         if self._diag_timer is not None:
             self.destroy_timer(self._diag_timer)
             self._diag_timer = None
         if self.engine is not None:
             engine, self.engine = self.engine, None
             engine.close()
-        self.camera_infos.clear()
+        self.camera_views.clear()
         self.state_label = 'unconfigured'
 
-    # ---- inputs ---------------------------------------------------------------------------
+    # ---- QoS and publishers ---------------------------------------------------------------
     def input_qos(self):
         """QoS of subscriptions from parameters."""
         return qos_profile(self.p['input_reliability'], self.p['input_depth'])
@@ -365,187 +290,66 @@ class PerceptionLifecycleNode(LifecycleNode):
 
     def add_publisher(self, msg_type, topic: str):
         """Lifecycle publisher with output QoS and incompatible-QoS logging."""
-        pub = self.create_lifecycle_publisher(
-            msg_type, topic, self.output_qos(),
-            event_callbacks=publisher_events(self.get_logger(), topic,
-                                             lambda t: self.stats.on_reject('qos', t)))
-        self._pubs.append(pub)
-        return pub
+        return self.node_publishers.add(msg_type, topic)
 
+    def track_publisher(self, pub):
+        """Own a lifecycle publisher made with other QoS (e.g. tf2's): destroyed at cleanup."""
+        return self.node_publishers.track(pub)
+
+    # ---- inputs (ros/runtime/inputs.py, ros/runtime/camera_views.py) ----------------------
     def track_subscription(self, sub):
         """Own a subscription created by a subclass or helper: destroyed on deactivate."""
-        self._subs.append(sub)
-        return sub
+        return self.inputs.track(sub)
 
     def subscribe_image(self, topic: str, callback):
         """Subscribe Image on `topic` or CompressedImage on `topic`/compressed (input_transport)."""
-        compressed = self.p['input_transport'] == 'compressed'
-        msg_type, name = (CompressedImage, f'{topic}/compressed') if compressed else (Image, topic)
-        sub = self.create_subscription(
-            msg_type, name, callback, self.input_qos(),
-            event_callbacks=subscription_events(self.get_logger(), name,
-                                                lambda t: self.stats.on_reject('qos', t)))
-        return self.track_subscription(sub)
+        return self.inputs.subscribe_image(topic, callback)
 
     def subscribe_camera_info(self, topic: str, key: str):
         """Cache CameraInfos of `topic` under `key` by stamp (invalid ones cached as errors)."""
-        def cb(msg: CameraInfo) -> None:
-            stamp_ns = stamp_to_ns(msg.header.stamp)
-            try:
-                self.camera_infos.put(key, stamp_ns, msg, camera_geometry(msg))
-            except CameraInfoError as exc:
-                self.camera_infos.put(key, stamp_ns, msg, exc)
-                self.reject('camera_info_invalid', f'{topic}: {exc}')
-        sub = self.create_subscription(CameraInfo, topic, cb, self.input_qos(),
-                                       event_callbacks=subscription_events(self.get_logger(),
-                                                                           topic))
-        return self.track_subscription(sub)
+        return self.inputs.subscribe_camera_info(
+            topic, lambda msg: self.camera_views.on_camera_info(key, topic, msg))
 
-    def camera_info_match(self, key: str, stamp):
+    def camera_info_match(self, key: str, stamp) -> InfoMatch | str | None:
         """The CameraInfo for an image of `key` with header stamp `stamp` (camera_info_sync).
 
         Returns None (already reported) when the frame must be skipped, 'none' when no
         CameraInfo arrived at all and camera_info_mode is 'default_focal', else an InfoMatch.
         """
-        stamp_ns = stamp_to_ns(stamp)
-        p = self.p
-        match = self.camera_infos.lookup(key, stamp_ns, p['camera_info_sync'],
-                                         p['camera_info_tolerance_s'], p['camera_info_wait_s'])
-        if match is not None:
-            return match
-        if not self.camera_infos.has_any(key):
-            if p['camera_info_mode'] == 'wait':
-                self.reject('no_camera_info', f'no CameraInfo received yet for {key} '
-                            "(camera_info_mode='wait'); frame skipped")
-                return None
-            return 'none'
-        skew = self.camera_infos.nearest_skew_s(key, stamp_ns)
-        self.reject('camera_info_stamp', f'{key}: no CameraInfo with the image stamp '
-                    f'{stamp_ns / 1e9:.6f} (nearest {skew:+.6f} s away, camera_info_tolerance_s='
-                    f"{p['camera_info_tolerance_s']}); frame skipped. A camera that publishes "
-                    "CameraInfo rarely or with other stamps needs camera_info_sync:='latest'")
-        return None
+        return self.camera_views.match(key, stamp)
 
     def camera_view(self, key: str, rgb: np.ndarray, stamp,
                     fallback: str = 'using the default focal; the metric scale is unreliable'
                     ) -> CameraView | None:
-        """The pinhole view of a decoded frame: its CameraInfo by `stamp`, rectified (`rectify`).
+        """The pinhole view of a decoded frame: its CameraInfo by `stamp`, rectified.
 
-        `fallback` says, in the once-only warning, what replaces the intrinsics when no
-        CameraInfo has arrived in 'default_focal' mode.
-
-        Returns:
-            None when the frame must be skipped (already reported: no CameraInfo in 'wait' mode,
-            invalid CameraInfo, incompatible size, calibration that cannot be rectified); else
-            a CameraView (K None in 'default_focal' mode without CameraInfo; warned once).
+        None when the frame must be skipped (already reported); see CameraViews.view.
         """
-        height, width = rgb.shape[:2]
-        match = self.camera_info_match(key, stamp)
-        if match is None:
-            return None
-        if match == 'none':
-            self.get_logger().warning(f'no CameraInfo for {key}: {fallback} '
-                                      '(camera_info_mode=default_focal)', once=True)
-            return CameraView(rgb, None, 0.0, None)
-        geom = match.geometry
-        if isinstance(geom, Exception):
-            self.reject('camera_info_invalid', f'{key}: its CameraInfo is unusable: {geom}')
-            return None
-        try:
-            K, _ = fit_to_image(geom, width, height)
-        except CameraModelError as exc:
-            self.reject('camera_info_size', f'{key}: {exc}')
-            return None
-        try:
-            rgb, border = self.rectification.apply(match.msg, rgb, self.p['rectify'])
-        except CameraModelError as exc:
-            self.reject('rectify', f'{key}: cannot rectify with its CameraInfo: {exc}')
-            return None
-        return CameraView(rgb, K, geom.Tx * K[0, 0] / geom.K[0, 0], border)
+        return self.camera_views.view(key, rgb, stamp, fallback)
 
     def precheck_image(self, msg, key: str) -> bool:
         """Cheap executor-side checks (size, encoding, stamp order); False = rejected."""
-        stamp_ns = stamp_to_ns(msg.header.stamp)
-        last = self._last_stamp.get(key)
-        self._last_stamp[key] = stamp_ns
-        if last is not None and stamp_ns < last:
-            back = (last - stamp_ns) / 1e9
-            self.reject('stamp_backwards', f'{key}: stamp went back by {back:.3f} s (bag loop or '
-                        'clock jump); frame skipped, continuing from the new time')
-            return False
-        if isinstance(msg, CompressedImage):
-            try:
-                w, h = compressed_image_size(msg.data)
-            except ImageDecodeError as exc:
-                self.reject('decode', f'{key}: {exc}')
-                return False
-            if w * h > self.p['max_image_pixels']:
-                self.reject('size', f'{key}: compressed image declares {w}x{h}, above '
-                            f'max_image_pixels={self.p["max_image_pixels"]}; not decoded')
-                return False
-        if isinstance(msg, Image):
-            if msg.encoding not in ENCODINGS:
-                self.reject('encoding', f'{key}: unsupported encoding {msg.encoding!r}')
-                return False
-            h, w = int(msg.height), int(msg.width)
-            if h <= 0 or w <= 0 or h * w > self.p['max_image_pixels']:
-                self.reject('size', f'{key}: image size {w}x{h} is zero or above '
-                            f'max_image_pixels={self.p["max_image_pixels"]}')
-                return False
-            if len(msg.data) != msg.step * h:
-                self.reject('data_size', f'{key}: data size {len(msg.data)} != step*height '
-                            f'= {msg.step}*{h}')
-                return False
-        return True
+        return self.inputs.precheck(msg, key)
 
     def decode_image(self, msg, key: str) -> np.ndarray | None:
         """Message -> (H, W, 3) uint8 RGB, or None after a throttled reject."""
-        try:
-            if isinstance(msg, CompressedImage):
-                return compressed_to_rgb(msg, self.p['max_image_pixels'])
-            return image_msg_to_rgb(msg, self.p['max_image_pixels'])
-        except ImageDecodeError as exc:
-            self.reject('decode', f'{key}: {exc}')
-            return None
+        return self.inputs.decode(msg, key)
 
     def offer(self, item) -> None:
         """Hand a frame to the worker; replacing an unprocessed one counts as a drop."""
-        dropped = self.mailbox.put(item)
-        self.stats.on_offer(dropped)
-        if dropped:
-            self.stats.on_drop()
+        self.inputs.offer(item)
 
     # ---- reporting ------------------------------------------------------------------------
     def reject(self, reason: str, message: str) -> None:
         """Count a skipped frame and log at most once per bad_input_log_period per reason."""
-        self.stats.on_reject(reason, message)
-        now = time.monotonic()
-        if now - self._last_log.get(reason, -1e9) >= self.p['bad_input_log_period']:
-            n = self._suppressed.pop(reason, 0)
-            more = f' ({n} more since the last report)' if n else ''
-            self.get_logger().warning(f'frame skipped [{reason}]: {message}{more}')
-            self._last_log[reason] = now
-        else:
-            self._suppressed[reason] = self._suppressed.get(reason, 0) + 1
-
-    def _process_timed(self, item) -> None:
-        self.process(item)
-
-    def _on_worker_error(self, item, exc: BaseException) -> None:
-        self.stats.on_error(f'processing: {type(exc).__name__}: {exc}')
-        now = time.monotonic()
-        if now - self._last_log.get('worker', -1e9) >= self.p['bad_input_log_period']:
-            self._last_log['worker'] = now
-            self.get_logger().error('frame processing failed: '
-                                    + ''.join(traceback.format_exception(exc)))
+        self.rejects.reject(reason, message)
 
     def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray with this node's status."""
         info = self.engine.info if self.engine is not None else None
         extra = {'backend': info.backend if info else '', 'device': info.device if info else '',
                  'model': info.model if info else self.p['model']}
-        extra.update(self.camera_infos.counters())
-        extra.update(self.rectification.diagnostics(self.p['rectify']))
+        extra.update(self.camera_views.diagnostics())
         extra.update(self.diagnostics_extra())
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
                                       self.state_label, extra,

@@ -37,22 +37,19 @@ def _hard_exit(code: int) -> None:
     os._exit(code)
 
 
-def run_lifecycle_node(node_factory, args: list[str] | None = None,
-                       latch: SignalLatch | None = None) -> int:
+def run_lifecycle_node(node_factory, latch: SignalLatch,
+                       args: list[str] | None = None) -> int:
     """Create the node, autostart it when its `autostart` parameter is true, spin until a signal.
 
     Args:
         node_factory: callable(**node kwargs) returning a PerceptionLifecycleNode.
         args: command line (default sys.argv), `--ros-args ...` included.
-        latch: handlers installed earlier by the caller (ros/entry_points.py: before the node
-            module's imports); None installs them here, before rclpy.
+        latch: handlers installed by the caller before it imported the node module
+            (ros/entry_points.py), so a signal during startup is kept, never lost.
 
     Returns:
         Process exit code (0 on a signal-initiated shutdown).
     """
-    if latch is None:   # before rclpy: a signal during startup is kept, never lost
-        latch = SignalLatch()
-
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions

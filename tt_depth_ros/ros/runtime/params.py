@@ -113,10 +113,6 @@ class ParamTable:
                 self.values[p.name] = p.value
         return SetParametersResult(successful=True)
 
-    def table_markdown(self) -> str:
-        """Markdown table of all parameters (README material)."""
-        return params_markdown(self.specs.values())
-
 
 def params_markdown(specs) -> str:
     """Markdown table (name, default, description with range and change policy) of ParamSpecs."""

@@ -29,25 +29,26 @@ def _policy_name(status) -> str:
     return getattr(kind, 'name', str(kind))
 
 
-def subscription_events(logger, topic: str, on_event=None) -> SubscriptionEventCallbacks:
-    """Event callbacks logging a requested-incompatible-QoS event on subscription `topic`."""
+def _incompatible_qos_warning(logger, what: str, advice: str, on_event):
+    """An incompatible-QoS event callback: one warning naming the policy, then `on_event`."""
     def cb(status) -> None:
-        text = (f'incompatible QoS on subscription {topic!r}: policy {_policy_name(status)} '
-                f'(total {status.total_count}); a publisher offers a weaker QoS — e.g. a '
-                'best-effort camera with a reliable subscription; set input_reliability')
+        text = (f'incompatible QoS on {what}: policy {_policy_name(status)} '
+                f'(total {status.total_count}); {advice}')
         logger.warning(text)
         if on_event:
             on_event(text)
-    return SubscriptionEventCallbacks(incompatible_qos=cb)
+    return cb
+
+
+def subscription_events(logger, topic: str, on_event=None) -> SubscriptionEventCallbacks:
+    """Event callbacks logging a requested-incompatible-QoS event on subscription `topic`."""
+    return SubscriptionEventCallbacks(incompatible_qos=_incompatible_qos_warning(
+        logger, f'subscription {topic!r}', 'a publisher offers a weaker QoS — e.g. a best-effort '
+        'camera with a reliable subscription; set input_reliability', on_event))
 
 
 def publisher_events(logger, topic: str, on_event=None) -> PublisherEventCallbacks:
     """Event callbacks logging an offered-incompatible-QoS event on publisher `topic`."""
-    def cb(status) -> None:
-        text = (f'incompatible QoS on publisher {topic!r}: policy {_policy_name(status)} '
-                f'(total {status.total_count}); a subscriber requests more than offered — '
-                'set output_reliability')
-        logger.warning(text)
-        if on_event:
-            on_event(text)
-    return PublisherEventCallbacks(incompatible_qos=cb)
+    return PublisherEventCallbacks(incompatible_qos=_incompatible_qos_warning(
+        logger, f'publisher {topic!r}', 'a subscriber requests more than offered — set '
+        'output_reliability', on_event))

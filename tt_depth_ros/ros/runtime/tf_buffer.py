@@ -17,7 +17,7 @@ from tt_depth_ros.geometry.se3 import interpolate_T, invert_T
 from tt_depth_ros.ros.msgs.pose import T_from_transform_msg
 from tt_depth_ros.ros.msgs.stamps import NS_PER_S as NS
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.tf_qos import TF_QOS, TF_STATIC_QOS
+from tt_depth_ros.ros.runtime.tf_qos import TF_QOS, TF_STATIC_LISTENER_QOS
 
 
 class TfLookupError(LookupError):
@@ -139,9 +139,9 @@ class TfBuffer:
 
 
 def subscribe_tf(node, buffer: TfBuffer) -> list:
-    """Feed `buffer` from /tf and /tf_static (tf2's QoS); returns the subscriptions."""
+    """Feed `buffer` from /tf and /tf_static (tf2's listener QoS); returns the subscriptions."""
     from tf2_msgs.msg import TFMessage
     return [node.create_subscription(TFMessage, '/tf', lambda m: buffer.add_msg(m, False),
                                      TF_QOS),
             node.create_subscription(TFMessage, '/tf_static', lambda m: buffer.add_msg(m, True),
-                                     TF_STATIC_QOS)]
+                                     TF_STATIC_LISTENER_QOS)]

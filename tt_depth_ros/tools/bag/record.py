@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from tt_depth_ros.tools.bag.io import default_typestore_distro, message_class
+from tt_depth_ros.tools.bag.loopback_option import add_loopback_option, apply_loopback_option
 
 
 def parse_topic_specs(items: list[str]) -> dict[str, str | None]:
@@ -124,15 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--duration', type=float, help='stop after this many seconds')
     ap.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
     ap.add_argument('--best-effort', action='store_true', help='subscribe best effort')
-    ap.add_argument('--loopback', action='store_true',
-                    help='confine ROS 2 to this host (LOCALHOST discovery, the loopback Fast DDS '
-                         'profile, rmw_fastrtps_cpp; keeps an exported ROS_DOMAIN_ID, else picks '
-                         'one for this run); default: the ROS environment as given')
+    add_loopback_option(ap)
     a = ap.parse_args(argv)
 
-    if a.loopback:   # only on request: by default the user's ROS environment is used as is
-        from tt_depth_ros.ros.runtime.loopback import apply_loopback_env
-        apply_loopback_env()
+    apply_loopback_option(a)   # only on request: by default the ROS environment is used as is
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 

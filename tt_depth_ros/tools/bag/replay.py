@@ -22,8 +22,10 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 from tt_depth_ros.tools.bag.io import BagMessage, has_header, header_stamp_ns, read_bag, restamp
+from tt_depth_ros.tools.bag.loopback_option import add_loopback_option, apply_loopback_option
 
 MODES = ('recorded', 'rate', 'consumer')
 
@@ -53,6 +55,13 @@ def default_frame_topic(messages: list[BagMessage], types: dict[str, str]) -> st
         raise ValueError('the bag has no sensor_msgs/msg/Image topic; pass frame_topic explicitly')
     return sorted(counts, key=lambda t: (-counts[t], not t.endswith('image_raw'),
                                          'image' not in t.rsplit('/', 1)[-1], len(t), t))[0]
+
+
+class Primed(NamedTuple):
+    """What `Player.prime` got: latencies (ms) of the frames answered, stamp offset to use next."""
+
+    latencies_ms: list[float]
+    next_offset_ns: int
 
 
 class StampWaiter:
@@ -88,7 +97,7 @@ class Player:
 
     Args:
         node: rclpy Node that owns the publishers.
-        messages: bag messages in time order (bag_io.read_bag).
+        messages: bag messages in time order (tools/bag/io.read_bag).
         types: {topic: msgtype} of the messages.
         remap: {bag topic: published topic}.
         frame_topic: topic that ends a frame (default: default_frame_topic).
@@ -222,7 +231,7 @@ class Player:
         return self._stats(sent, timeouts, t0)
 
     def prime(self, consumer, outputs: int = 1, *, attempt_timeout_s: float = 10.0,
-              total_timeout_s: float = 300.0, stamp_offset_ns: int = 0) -> tuple[list, int]:
+              total_timeout_s: float = 300.0, stamp_offset_ns: int = 0) -> Primed:
         """Send single frames until `outputs` of them produced an output on `consumer`.
 
         The first frames after discovery can be lost (a best-effort reader not yet matched to
@@ -230,7 +239,7 @@ class Player:
         waited for at most `attempt_timeout_s` and resent, within `total_timeout_s`.
 
         Returns:
-            (latencies in ms of the frames that got an output, stamp offset to use next).
+            Latencies of the frames that got an output and the stamp offset to use next.
         """
         lat: list[float] = []
         deadline = time.monotonic() + total_timeout_s
@@ -245,7 +254,7 @@ class Player:
             offset += self.loop_span_ns
             got = consumer.take()
             lat += [(got[k] - t) / 1e6 for k, t in sent.items() if k in got]
-        return lat, offset
+        return Primed(lat, offset)
 
     @staticmethod
     def _stats(sent: int, timeouts: int, t0: float) -> dict:
@@ -295,15 +304,10 @@ def main(argv: list[str] | None = None) -> int:
                     help='--wait-subscribers applies to every published topic (and /clock)')
     ap.add_argument('--record', type=Path, help='record --record-topic topics into this new bag')
     ap.add_argument('--record-topic', nargs='+', default=[], metavar='TOPIC[:TYPE]')
-    ap.add_argument('--loopback', action='store_true',
-                    help='confine ROS 2 to this host (LOCALHOST discovery, the loopback Fast DDS '
-                         'profile, rmw_fastrtps_cpp; keeps an exported ROS_DOMAIN_ID, else picks '
-                         'one for this run); default: the ROS environment as given')
+    add_loopback_option(ap)
     a = ap.parse_args(argv)
 
-    if a.loopback:   # only on request: by default the user's ROS environment is used as is
-        from tt_depth_ros.ros.runtime.loopback import apply_loopback_env
-        apply_loopback_env()
+    apply_loopback_option(a)   # only on request: by default the ROS environment is used as is
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 

@@ -24,14 +24,17 @@ import numpy as np
 
 from tt_depth_ros.tools.eval import scene_render
 
+IMAGE, CAMERA_INFO = '/camera/image_raw', '/camera/camera_info'
+DEPTH_GT, POSE_GT = '/camera/depth_gt', '/camera/pose_gt'
+RIGHT_IMAGE, RIGHT_CAMERA_INFO = '/camera_right/image_raw', '/camera_right/camera_info'
 TOPICS = {
-    'image': '/camera/image_raw',
-    'compressed': '/camera/image_raw/compressed',
-    'camera_info': '/camera/camera_info',
-    'depth_gt': '/camera/depth_gt',
-    'pose_gt': '/camera/pose_gt',
-    'right_image': '/camera_right/image_raw',
-    'right_camera_info': '/camera_right/camera_info',
+    'image': IMAGE,
+    'compressed': IMAGE + '/compressed',
+    'camera_info': CAMERA_INFO,
+    'depth_gt': DEPTH_GT,
+    'pose_gt': POSE_GT,
+    'right_image': RIGHT_IMAGE,
+    'right_camera_info': RIGHT_CAMERA_INFO,
 }
 FRAME_LEFT = 'camera_optical_frame'
 FRAME_RIGHT = 'camera_right_optical_frame'

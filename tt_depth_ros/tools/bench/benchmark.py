@@ -2,7 +2,7 @@
 
 The node under test runs unmodified in its own process (default: the depth node, tiny DA3 on
 torch-cpu; `--node-cmd` for anything else). Frames are pre-buffered from the bag and published at
-controlled rates (tools/replay.Player); outputs are matched to inputs by header stamp
+controlled rates (tools/bag/replay.Player); outputs are matched to inputs by header stamp
 (tools/bench/stats.py). Procedure (docs/ros.md §8): warm-up, idle baseline, fixed-rate runs
 (several rates, repeats), a peak-throughput search (highest rate with <= 5 % drops, bounded
 bisection), then an accuracy pass when the bag has ground-truth depth, then (`--trajectory`) the
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import subprocess
 import tempfile
 import threading
 import time
@@ -25,7 +24,8 @@ from tt_depth_ros.tools.bag.io import bag_sha256, read_bag
 from tt_depth_ros.tools.bench import report as rep
 from tt_depth_ros.tools.bench import stats as st
 from tt_depth_ros.tools.bench import trajectory as bt
-from tt_depth_ros.tools.bench.session import BenchConfig, BenchSession, node_command, stop_process
+from tt_depth_ros.tools.bench.node_process import require, start_node, stop_process
+from tt_depth_ros.tools.bench.session import BenchConfig, BenchSession, node_command
 
 __all__ = ['BenchConfig', 'run_benchmark', 'main']
 
@@ -39,7 +39,7 @@ def _warm_up(s: BenchSession, cfg: BenchConfig) -> list[float]:
 
 
 def _rule_v1_file(model: str) -> str:
-    from tt_depth_ros.tools.demo.weights import write_rule_v1_checkpoint
+    from tt_depth_ros.tools.bench.rule_v1_checkpoint import write_rule_v1_checkpoint
     return str(write_rule_v1_checkpoint(
         model, Path(tempfile.gettempdir()) / f'tt_bench_{model}_rule-v1.safetensors'))
 
@@ -99,22 +99,17 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
                                            keep_payloads=True)
         s.diag = DiagnosticsListener(node, cfg.node_name)
         spinner.start()
-        with node_log.open('wb') as fh:
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+        proc = start_node(cmd, node_log)
         s.resources = ResourceMonitor(proc.pid, cfg.monitor_interval_s).start()
         t_start = time.monotonic()
-        if not s.player.wait_for_subscribers(1, cfg.startup_timeout_s, all_topics=True) \
-                or proc.poll() is not None:
-            raise RuntimeError(f'node under test did not subscribe to {cfg.image_topic} and '
-                               f'{cfg.info_topic} within {cfg.startup_timeout_s} s; log tail:\n'
-                               + node_log.read_text(errors='replace')[-3000:])
+        require(s.player.wait_for_subscribers(1, cfg.startup_timeout_s, all_topics=True)
+                and proc.poll() is None,
+                f'node under test did not subscribe to {cfg.image_topic} and {cfg.info_topic} '
+                f'within {cfg.startup_timeout_s} s', node_log)
         log(f'node up after {time.monotonic() - t_start:.1f} s; warm-up '
             f'({cfg.warmup_frames} outputs; the first includes engine prepare)')
         warm_lat = _warm_up(s, cfg)
-        if not warm_lat:
-            raise RuntimeError('no output during warm-up; node log tail:\n'
-                               + node_log.read_text(errors='replace')[-3000:])
+        require(bool(warm_lat), 'no output during warm-up', node_log)
         steady = max(warm_lat[1:] or warm_lat)
         s.drain_idle_s = max(1.0, 4 * steady / 1e3)
         s.drain_timeout_s = max(10.0, 10 * steady / 1e3)

@@ -1,4 +1,4 @@
-"""Benchmark report pieces: machine and software description, depth decoding, JSON writing.
+"""Benchmark report pieces: machine and software description, JSON writing.
 
 The metadata block mirrors ros2_benchmark's (name, datetime, hostname, arch, OS, dataset path and
 hash, full config) and adds hardware and package versions, so two reports can be compared
@@ -60,25 +60,6 @@ def metadata(name: str) -> dict:
             'hostname': socket.gethostname(), 'arch': uname.machine,
             'os': f'{uname.system} {uname.release}',
             'ros_domain_id': os.environ.get('ROS_DOMAIN_ID')}
-
-
-def decode_depth(raw: bytes) -> np.ndarray:
-    """Serialized sensor_msgs/Image (32FC1 m or 16UC1 mm, 0 = invalid) -> float32 metres."""
-    from rclpy.serialization import deserialize_message
-    from sensor_msgs.msg import Image
-
-    msg = deserialize_message(raw, Image)
-    dtypes = {'32FC1': np.dtype('<f4'), '16UC1': np.dtype('<u2')}
-    if msg.encoding not in dtypes:
-        raise ValueError(f'depth encoding {msg.encoding!r} not supported (32FC1 or 16UC1)')
-    dt = dtypes[msg.encoding]
-    a = np.frombuffer(bytes(msg.data), dtype=dt if not msg.is_bigendian else dt.newbyteorder())
-    a = a.reshape(msg.height, msg.step // dt.itemsize)[:, :msg.width]
-    if msg.encoding == '16UC1':
-        out = a.astype(np.float32) / 1000.0
-        out[a == 0] = np.nan
-        return out
-    return a.astype(np.float32)
 
 
 def _clean(x):

@@ -9,16 +9,13 @@ against the known rig).
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 
+from tt_depth_ros.tools.bag.decode import decode_depth, decode_pose
 from tt_depth_ros.tools.bag.io import header_stamp_ns, read_bag
-from tt_depth_ros.tools.bench import report as rep
+from tt_depth_ros.tools.bag.sample import CAMERA_INFO, DEPTH_GT, IMAGE
 from tt_depth_ros.tools.bench import stats as st
 
 
@@ -37,11 +34,11 @@ class BenchConfig:
     backend: str = 'torch-cpu'
     process_res: int = 126
     node_params: list = field(default_factory=list)  # extra 'name:=value' for the depth node
-    image_topic: str = '/camera/image_raw'
-    info_topic: str = '/camera/camera_info'
+    image_topic: str = IMAGE
+    info_topic: str = CAMERA_INFO
     output_topic: str = '/depth'
     output_type: str = 'sensor_msgs/msg/Image'
-    gt_topic: str = '/camera/depth_gt'
+    gt_topic: str = DEPTH_GT
     extra_input_topics: list = field(default_factory=list)  # e.g. a stereo partner's topics
     pose_topic: str = ''             # PoseStamped output to check against the stereo rig
     pose_gt_baseline_m: float = 0.0
@@ -70,7 +67,7 @@ def node_command(cfg: BenchConfig, weights_path: str) -> list[str]:
     """Command line of the node under test."""
     if cfg.node_cmd:
         return list(cfg.node_cmd)
-    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth.node', '--ros-args',
+    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth', '--ros-args',
            '-r', f'__node:={cfg.node_name}',
            '-p', f'model:={cfg.model}', '-p', f'backend:={cfg.backend}',
            '-p', f'process_res:={cfg.process_res}', '-p', 'diagnostics_period:=0.5',
@@ -81,22 +78,6 @@ def node_command(cfg: BenchConfig, weights_path: str) -> list[str]:
     for p in cfg.node_params:
         cmd += ['-p', p]
     return cmd
-
-
-def stop_process(proc: subprocess.Popen, timeout_s: float = 20.0) -> int:
-    """SIGINT, then SIGTERM, then SIGKILL to the process group; returns the exit code."""
-    for sig, wait in ((signal.SIGINT, 0.6 * timeout_s), (signal.SIGTERM, 0.3 * timeout_s)):
-        if proc.poll() is not None:
-            break
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(wait)
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-    return proc.returncode
 
 
 class BenchSession:
@@ -176,8 +157,8 @@ class BenchSession:
             if truth is None:
                 missing_gt += 1
                 continue
-            g = rep.decode_depth(truth)
-            pred = rep.decode_depth(raw)
+            g = decode_depth(truth)
+            pred = decode_depth(raw)
             if pred.shape != g.shape:
                 pred = acc.resize_nearest(pred, g.shape)
             per_frame.append(acc.depth_metrics(pred, g))
@@ -210,11 +191,10 @@ def stereo_pose_accuracy(pose_payloads: list[bytes], baseline_m: float, pairs: i
     """
     import numpy as np
 
-    from tt_depth_ros.tools.demo.outputs import decode_pose
     from tt_depth_ros.tools.eval import accuracy as acc
     T_gt = np.eye(4)
     T_gt[0, 3] = baseline_m
-    errors = [acc.pose_errors(decode_pose(raw)[0], T_gt) for raw in pose_payloads]
+    errors = [acc.pose_errors(decode_pose(raw).T, T_gt) for raw in pose_payloads]
     out = acc.mean_metrics(errors)
     out.update(poses=len(errors), pairs=pairs, gt_T_1_2=T_gt.tolist(), per_pair=errors)
     return out

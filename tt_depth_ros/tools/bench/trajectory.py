@@ -8,24 +8,23 @@ for monocular VO whose scale and origin are unknown:
 - ATE: RMSE of camera positions after a Sim(3) (Umeyama) alignment of the estimate to the ground
   truth, in ground-truth metres (and the fitted scale);
 - RPE: per consecutive estimated pose pair, the rotation error and the translation-direction
-  error of the relative motion (geometry/accuracy.pose_errors), both scale-free.
+  error of the relative motion (tools/eval/accuracy.pose_errors), both scale-free.
 Fewer than 3 poses: no alignment (`ate_rmse_m` NaN, with the reason). Frames are published at a
 fixed low rate (a frame without a pose publishes nothing, so output pacing would stall).
 """
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from tt_depth_ros.tools.bag.decode import decode_pose
 from tt_depth_ros.tools.bag.io import header_stamp_ns, read_bag
-
-POSE_GT = '/camera/pose_gt'
-
+from tt_depth_ros.tools.bag.sample import POSE_GT
+from tt_depth_ros.tools.bench.node_process import require, start_node, stop_process
 
 POSE_SOURCES = ('auto', 'camera_decoder', 'pnp')
 
@@ -96,7 +95,7 @@ def trajectory_errors(est: list[np.ndarray], gt: list[np.ndarray]) -> dict:
 
 def _node_cmd(model: str, window: int, weights: str, backend: str, network_size: int,
               image: str, info: str, ns: str, pose_source: str = 'auto') -> list[str]:
-    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.pair.node', '--ros-args',
+    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.pair', '--ros-args',
            '-r', f'__ns:={ns}', '-p', f'model:={model}', '-p', f'backend:={backend}',
            '-p', 'mode:=temporal', '-p', f'network_size:={network_size}',
            '-p', 'scale_source:=none', '-p', 'publish_tf:=never', '-p', 'conf_threshold:=1.0',
@@ -123,14 +122,12 @@ def trajectory_pass(node, cfg, spec: str, weights: str, out_dir: Path, log) -> d
     """
     from tt_depth_ros.tools.bag.replay import Player
     from tt_depth_ros.tools.bench.probe import OutputMonitor
-    from tt_depth_ros.tools.bench.session import stop_process
-    from tt_depth_ros.tools.demo.outputs import decode_pose
 
     model, window, pose_source = parse_engine(spec)
     label = spec.replace('@', '_w').replace(':', '_')
     ns = '/traj_' + label.replace('-', '_').replace('.', '_')
     msgs, types = read_bag(cfg.bag, [cfg.info_topic, cfg.image_topic])
-    gt_by_stamp = {header_stamp_ns(m.raw): decode_pose(m.raw)[0]
+    gt_by_stamp = {header_stamp_ns(m.raw): decode_pose(m.raw).T
                    for m in read_bag(cfg.bag, [POSE_GT])[0]}
     if not gt_by_stamp:
         return {'skipped': f'no {POSE_GT} in the bag'}
@@ -142,15 +139,12 @@ def trajectory_pass(node, cfg, spec: str, weights: str, out_dir: Path, log) -> d
     log_path = out_dir / f'{cfg.name}{cfg.tag}_trajectory_{label}_node.log'
     log(f'trajectory {spec}: pair node (temporal, window {window}) on {len(player.frames)} '
         f'frames at {cfg.trajectory_rate_hz:g} Hz; log {log_path}')
-    with log_path.open('wb') as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = start_node(cmd, log_path)
     index: dict[int, int] = {}
     t0 = time.monotonic()
     try:
-        if not player.wait_for_subscribers(1, cfg.startup_timeout_s, all_topics=True) \
-                or proc.poll() is not None:
-            raise RuntimeError(f'pair node ({spec}) did not come up; log tail:\n'
-                               + log_path.read_text(errors='replace')[-3000:])
+        require(player.wait_for_subscribers(1, cfg.startup_timeout_s, all_topics=True)
+                and proc.poll() is None, f'pair node ({spec}) did not come up', log_path)
         _, offset = player.prime(pose_mon, 1, total_timeout_s=cfg.startup_timeout_s)
         pose_mon.take()
         pose_mon.payloads.clear()
@@ -165,7 +159,7 @@ def trajectory_pass(node, cfg, spec: str, weights: str, out_dir: Path, log) -> d
         bag_stamp = header_stamp_ns(player.frames[i][-1].raw)
         if raw is None or bag_stamp not in gt_by_stamp:
             continue
-        est.append(decode_pose(raw)[0])
+        est.append(decode_pose(raw).T)
         gt.append(gt_by_stamp[bag_stamp])
         frames.append(i)
     out = {'model': model, 'window_size': window, 'pose_source': pose_source, 'weights': weights,

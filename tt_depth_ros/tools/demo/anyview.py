@@ -4,7 +4,7 @@ DA3-SMALL never publishes `depth` (metres) without a scale source: it publishes 
 (its own unit), `confidence` and `camera_info_estimated` (its own intrinsics estimate). The demo
 records those, and for a look at the depth shape it aligns each relative frame to the ground
 truth with one median ratio (geometry/scale.median_ratio_scale) — said in the report
-(`scale_alignment`), since a robot would need a real scale source (README "model selection").
+(`scale_alignment`), since a robot would need a real scale source (README "Choosing a model").
 Offline, the network is the tiny any-view config with rule-v1 (+ X1) weights, a labelled
 stand-in: every file name and the report carry its tag.
 """
@@ -15,9 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from tt_depth_ros.tools.bag.decode import decode_depth, decode_rgb
 from tt_depth_ros.tools.bag.io import header_stamp_ns, read_bag
-from tt_depth_ros.tools.bench.session import stop_process
-from tt_depth_ros.tools.demo import outputs as dout
+from tt_depth_ros.tools.bag.sample import CAMERA_INFO, DEPTH_GT, IMAGE
+from tt_depth_ros.tools.bench.node_process import bring_up, require, start_node, stop_process
+from tt_depth_ros.tools.demo.outputs import depth_panel
+from tt_depth_ros.tools.demo.weights import RANDOM_TAG
 
 FULL_MODEL = 'da3-small'
 TINY_MODEL = 'da3-anyview-tiny'
@@ -26,7 +29,6 @@ ALIGNMENT = 'per-frame median ratio to the ground truth (relative model; demo on
 
 def anyview_tag(w) -> str:
     """File-name tag: the model, and for a rule-v1 stand-in what it stands in for + RANDOM tag."""
-    from tt_depth_ros.tools.demo.weights import RANDOM_TAG
     if w.real:
         return f'_{w.model}'
     return f'_{w.model}-standin-for-{w.stand_in_for or FULL_MODEL}_{RANDOM_TAG}'
@@ -48,12 +50,10 @@ def anyview_pass(ros, bag: Path, out: Path, w, backend: str, process_res: int, m
     from tt_depth_ros.geometry.scale import median_ratio_scale
     from tt_depth_ros.tools.bag.replay import Player
     from tt_depth_ros.tools.bench.probe import OutputMonitor
-    from tt_depth_ros.tools.bench.report import decode_depth
-    from tt_depth_ros.tools.demo.run import GT, IMAGE, INFO, _bring_up, _need, _node
     from tt_depth_ros.tools.eval import accuracy as acc
 
     tag = anyview_tag(w)
-    msgs, types = read_bag(bag, [INFO, IMAGE])
+    msgs, types = read_bag(bag, [CAMERA_INFO, IMAGE])
     player = Player(ros.node, msgs, types, frame_topic=IMAGE)
     rel_mon = OutputMonitor(ros.node, '/anyview/depth_relative', 'sensor_msgs/msg/Image',
                             keep_payloads=True)
@@ -62,17 +62,17 @@ def anyview_pass(ros, bag: Path, out: Path, w, backend: str, process_res: int, m
     k_mon = OutputMonitor(ros.node, '/anyview/camera_info_estimated',
                           'sensor_msgs/msg/CameraInfo', keep_payloads=True)
     metric_mon = OutputMonitor(ros.node, '/anyview/depth', 'sensor_msgs/msg/Image')
-    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth.node', '--ros-args',
+    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth', '--ros-args',
            '-r', '__ns:=/anyview', '-p', f'model:={w.model}', '-p', f'weights_path:={w.path}',
            '-p', f'backend:={backend}', '-p', f'process_res:={process_res}',
-           '-r', f'image:={IMAGE}', '-r', f'camera_info:={INFO}']
+           '-r', f'image:={IMAGE}', '-r', f'camera_info:={CAMERA_INFO}']
     log_path = out / f'depth_node{tag}.log'
     what = f'{w.model}' + ('' if w.real else f' (tiny STAND-IN for {w.stand_in_for}, rule-v1)')
     log(f'[anyview] starting depth node ({what}, backend {backend}); log: {log_path}')
-    proc = _node(cmd, log_path)
+    proc = start_node(cmd, log_path)
     index = {}
     try:
-        _, offset = _bring_up(player, proc, rel_mon, 'any-view depth', log_path)
+        _, offset = bring_up(player, proc, rel_mon, 'any-view depth', log_path)
         conf_mon.payloads.clear()
         k_mon.payloads.clear()
         player.play('consumer', consumer=rel_mon, consumer_timeout_s=300.0,
@@ -81,8 +81,8 @@ def anyview_pass(ros, bag: Path, out: Path, w, backend: str, process_res: int, m
         conf_mon.wait_for(set(index), 5.0, 2.0)
     finally:
         stop_process(proc)
-    _need(bool(rel_mon.payloads), 'the any-view depth node produced no depth_relative', log_path)
-    gt = {header_stamp_ns(m.raw): m.raw for m in read_bag(bag, [GT])[0]}
+    require(bool(rel_mon.payloads), 'the any-view depth node produced no depth_relative', log_path)
+    gt = {header_stamp_ns(m.raw): m.raw for m in read_bag(bag, [DEPTH_GT])[0]}
     per_frame, files, scales = [], [], []
     for stamp, i in index.items():
         raw = rel_mon.payloads.get(stamp)
@@ -98,7 +98,7 @@ def anyview_pass(ros, bag: Path, out: Path, w, backend: str, process_res: int, m
         scales.append(s.value)
         per_frame.append(acc.depth_metrics(rel * s.value, truth))
         path = out / f'anyview_depth_{i:03d}{tag}.png'
-        write_png(path, dout.depth_panel(dout.decode_rgb(frame), rel * s.value, truth))
+        write_png(path, depth_panel(decode_rgb(frame), rel * s.value, truth))
         files.append(str(path))
     conf = [float(np.nanmean(decode_depth(c))) for c in conf_mon.payloads.values()]
     first_k = next((k_mon.payloads[s] for s in index if s in k_mon.payloads), None)

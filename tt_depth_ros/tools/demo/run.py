@@ -16,20 +16,27 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from tt_depth_ros.tools.bag import sample as sample_bag
+from tt_depth_ros.tools.bag.decode import decode_cloud, decode_depth, decode_pose, decode_rgb
 from tt_depth_ros.tools.bag.io import header_stamp_ns, read_bag
+from tt_depth_ros.tools.bag.sample import (
+    CAMERA_INFO,
+    DEPTH_GT,
+    IMAGE,
+    RIGHT_CAMERA_INFO,
+    RIGHT_IMAGE,
+)
 from tt_depth_ros.tools.bench.benchmark import run_benchmark
-from tt_depth_ros.tools.bench.session import BenchConfig, stop_process
-from tt_depth_ros.tools.demo import outputs as dout
+from tt_depth_ros.tools.bench.node_process import bring_up, require, start_node, stop_process
+from tt_depth_ros.tools.bench.session import BenchConfig
+from tt_depth_ros.tools.demo import anyview as demo_anyview
+from tt_depth_ros.tools.demo.outputs import depth_panel
 from tt_depth_ros.tools.demo.weights import RANDOM_TAG, choose_weights
-
-IMAGE, INFO, GT = '/camera/image_raw', '/camera/camera_info', '/camera/depth_gt'
-RIGHT_IMAGE, RIGHT_INFO = '/camera_right/image_raw', '/camera_right/camera_info'
 
 
 class _Ros:
@@ -54,35 +61,14 @@ class _Ros:
         rclpy.try_shutdown()
 
 
-def _node(cmd: list[str], log_path: Path) -> subprocess.Popen:
-    with log_path.open('wb') as fh:
-        return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _need(ok: bool, what: str, log_path: Path) -> None:
-    if not ok:
-        tail = log_path.read_text(errors='replace')[-3000:]
-        raise RuntimeError(f'{what}; node log tail:\n{tail}')
-
-
 def _write_cloud_ply(payload, path: Path, label: str, log) -> Path:
     """Decode one recorded PointCloud2 payload and write its finite points as PLY."""
     from tt_depth_ros.api.io import write_ply
 
-    xyz, rgb = dout.decode_cloud(payload)
-    n = write_ply(path, xyz, rgb)
+    cloud = decode_cloud(payload)
+    n = write_ply(path, cloud.xyz, cloud.rgb)
     log(f'{label} wrote {path} ({n} finite points)')
     return path
-
-
-def _bring_up(player, proc, monitor, what: str, log_path):
-    """Wait for the node's subscriptions, then its first output; returns (warm-up, offset)."""
-    _need(player.wait_for_subscribers(1, 300.0, all_topics=True) and proc.poll() is None,
-          f'{what} node did not come up within 300 s', log_path)
-    warm, offset = player.prime(monitor, 1, total_timeout_s=300.0)
-    _need(bool(warm), f'no {what} output within 300 s', log_path)
-    monitor.payloads.clear()
-    return warm, offset
 
 
 def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res: int,
@@ -92,10 +78,9 @@ def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res
     from tt_depth_ros.tools.bag.record import Recorder
     from tt_depth_ros.tools.bag.replay import Player
     from tt_depth_ros.tools.bench.probe import OutputMonitor
-    from tt_depth_ros.tools.bench.report import decode_depth
     from tt_depth_ros.tools.eval import accuracy as acc
 
-    msgs, types = read_bag(bag, [INFO, IMAGE])
+    msgs, types = read_bag(bag, [CAMERA_INFO, IMAGE])
     player = Player(ros.node, msgs, types, frame_topic=IMAGE)
     depth_mon = OutputMonitor(ros.node, '/depth', 'sensor_msgs/msg/Image', keep_payloads=True)
     cloud_mon = OutputMonitor(ros.node, '/points', 'sensor_msgs/msg/PointCloud2',
@@ -106,16 +91,16 @@ def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res
     rec = Recorder(ros.node, rec_path, {'/depth': 'sensor_msgs/msg/Image',
                                         '/depth/camera_info': 'sensor_msgs/msg/CameraInfo'})
     rec.start()
-    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth.node', '--ros-args',
+    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.depth', '--ros-args',
            '-p', f'model:={w.model}', '-p', f'weights_path:={w.path}', '-p', f'backend:={backend}',
            '-p', f'process_res:={process_res}', '-p', 'points_format:=xyzrgb',
-           '-r', f'image:={IMAGE}', '-r', f'camera_info:={INFO}']
+           '-r', f'image:={IMAGE}', '-r', f'camera_info:={CAMERA_INFO}']
     log_path = out / f'depth_node{tag}.log'
     log(f'[depth] starting depth node ({w.model}, backend {backend}); log: {log_path}')
-    proc = _node(cmd, log_path)
+    proc = start_node(cmd, log_path)
     sent, index = {}, {}
     try:
-        warm, offset = _bring_up(player, proc, depth_mon, 'depth', log_path)
+        warm, offset = bring_up(player, proc, depth_mon, 'depth', log_path)
         cloud_mon.take()
         log(f'[depth] node up, first depth after {warm[0]:.0f} ms; replaying '
             f'{len(player.frames)} frames, each waiting for its depth')
@@ -127,20 +112,20 @@ def depth_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, process_res
         stop_process(proc)
         counts = rec.close()
     received = depth_mon.take()
-    _need(bool(received), 'the depth node produced no output', log_path)
-    gt = {header_stamp_ns(m.raw): m.raw for m in read_bag(bag, [GT])[0]}
+    require(bool(received), 'the depth node produced no output', log_path)
+    gt = {header_stamp_ns(m.raw): m.raw for m in read_bag(bag, [DEPTH_GT])[0]}
     per_frame, files = [], []
     for stamp, i in index.items():
         raw = depth_mon.payloads.get(stamp)
         if raw is None:
             continue
-        rgb = dout.decode_rgb(player.frames[i][-1].raw)
+        rgb = decode_rgb(player.frames[i][-1].raw)
         pred = decode_depth(raw)
         truth = decode_depth(gt[header_stamp_ns(player.frames[i][-1].raw)])
         per_frame.append(acc.depth_metrics(acc.resize_nearest(pred, truth.shape)
                                            if pred.shape != truth.shape else pred, truth))
         path = out / f'depth_{i:03d}{tag}.png'
-        write_png(path, dout.depth_panel(rgb, pred, truth))
+        write_png(path, depth_panel(rgb, pred, truth))
         files.append(str(path))
     first_cloud = next((s for s in index if s in cloud_mon.payloads), None)
     ply = None if first_cloud is None else _write_cloud_ply(
@@ -167,26 +152,26 @@ def pair_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, baseline_m: 
     from tt_depth_ros.tools.bench.probe import OutputMonitor
     from tt_depth_ros.tools.eval.accuracy import pose_errors
 
-    msgs, types = read_bag(bag, [INFO, RIGHT_INFO, RIGHT_IMAGE, IMAGE])
+    msgs, types = read_bag(bag, [CAMERA_INFO, RIGHT_CAMERA_INFO, RIGHT_IMAGE, IMAGE])
     player = Player(ros.node, msgs, types, frame_topic=IMAGE)
     cloud_mon = OutputMonitor(ros.node, '/pair/points', 'sensor_msgs/msg/PointCloud2',
                               keep_payloads=True)
     pose_mon = OutputMonitor(ros.node, '/pair/pose', 'geometry_msgs/msg/PoseStamped',
                              keep_payloads=True)
     size = 512 if w.real else 128
-    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.pair.node', '--ros-args',
+    cmd = [sys.executable, '-m', 'tt_depth_ros.ros.pair', '--ros-args',
            '-p', f'model:={w.model}', '-p', f'weights_path:={w.path}', '-p', f'backend:={backend}',
            '-p', 'mode:=stereo', '-p', f'network_size:={size}', '-p', 'scale_source:=none',
            '-p', 'publish_tf:=never',
-           '-r', f'camera1/image:={IMAGE}', '-r', f'camera1/camera_info:={INFO}',
-           '-r', f'camera2/image:={RIGHT_IMAGE}', '-r', f'camera2/camera_info:={RIGHT_INFO}',
+           '-r', f'camera1/image:={IMAGE}', '-r', f'camera1/camera_info:={CAMERA_INFO}',
+           '-r', f'camera2/image:={RIGHT_IMAGE}', '-r', f'camera2/camera_info:={RIGHT_CAMERA_INFO}',
            '-r', 'points:=/pair/points', '-r', 'pose:=/pair/pose']
     log_path = out / f'pair_node{tag}.log'
     log(f'[pair] starting pair node ({w.model}, stereo, network {size}); log: {log_path}')
-    proc = _node(cmd, log_path)
+    proc = start_node(cmd, log_path)
     sent = {}
     try:
-        warm, offset = _bring_up(player, proc, cloud_mon, 'pair', log_path)
+        _, offset = bring_up(player, proc, cloud_mon, 'pair', log_path)
         pose_mon.take()
         pose_mon.payloads.clear()
         player.play('consumer', consumer=cloud_mon, consumer_timeout_s=120.0,
@@ -197,7 +182,7 @@ def pair_pass(ros, bag: Path, out: Path, tag: str, w, backend: str, baseline_m: 
         stop_process(proc)
     T_gt = np.eye(4)
     T_gt[0, 3] = baseline_m          # camera 2 (right) in camera 1: +x by the baseline
-    poses = [dout.decode_pose(pose_mon.payloads[s])[0] for s in sent if s in pose_mon.payloads]
+    poses = [decode_pose(pose_mon.payloads[s]).T for s in sent if s in pose_mon.payloads]
     errors = [pose_errors(T, T_gt) for T in poses]
     first = next((s for s in sent if s in cloud_mon.payloads), None)
     ply = None if first is None else _write_cloud_ply(
@@ -227,7 +212,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from tt_depth_ros.ros.runtime.loopback import apply_loopback_env
     apply_loopback_env()
-    from tt_depth_ros.tools.bag import sample as sample_bag
     from tt_depth_ros.tools.bench.report import write_json
 
     out = a.out
@@ -255,7 +239,6 @@ def main(argv: list[str] | None = None) -> int:
             log(f'[pair] skipped: {pair_skip}')
     any_w = None
     if not a.no_anyview:
-        from tt_depth_ros.tools.demo import anyview as demo_anyview
         any_w = choose_weights(os.environ.get('ANYVIEW_WEIGHTS'), out / 'weights',
                                full_model=demo_anyview.FULL_MODEL,
                                tiny_model=demo_anyview.TINY_MODEL, offline=offline, log=log,

@@ -1,0 +1,57 @@
+"""DPT output convolutions on device: path1 -> float32 logits at the input resolution.
+
+Both heads end the same way (torch DA3 `output_conv1` -> interpolate to (H, W) -> `output_conv2`;
+DUSt3R `head`: 3x3 -> x2 -> 3x3 -> ReLU -> 1x1): a 3x3 conv at path1's size, a bilinear resize
+(align_corners=True) to the image, a 3x3 conv with ReLU fused, a 1x1 (linear), then float32 for
+the model's own output activations. DUSt3R's x2 is the resize to the image (H = 16 grid = 2 *
+path1). Which weights fill the convs (DA3 merges depth and sky) is the head's business.
+"""
+from __future__ import annotations
+
+from tt_depth_ros.engines.ttnn.common import TtLinear
+from tt_depth_ros.engines.ttnn.conv import TtConv2d
+from tt_depth_ros.engines.ttnn.resize import TtResize
+
+
+class TtDPTOutput:
+    """The four output stages.
+
+    Args: first (weight, bias) of the 3x3 at path1, hidden (weight, bias) of the 3x3 + ReLU at
+    full resolution, last (TtLinear params of the 1x1).
+    """
+
+    def __init__(self, ctx, first, hidden, last):
+        self.ctx = ctx
+        self.first = TtConv2d(ctx, *first, padding=1, group='head')
+        self.hidden = TtConv2d(ctx, *hidden, padding=1, relu=True, group='head')
+        self.last = TtLinear(ctx, *last, group='head', out='head')
+
+    def shape_constants(self, sc, path1_hw) -> dict:
+        image = (sc.height, sc.width)
+        return {'path1_hw': path1_hw,
+                'to_image': TtResize(self.ctx, path1_hw, image, image, self.first.out_ch)}
+
+    def __call__(self, path1, sc, state):
+        """Path1 (freed) -> (1, 1, H*W, C_out) float32."""
+        ttnn = self.ctx.ttnn
+        a = self.first(path1, state['path1_hw'])
+        ttnn.deallocate(path1)
+        full = state['to_image'](a)
+        ttnn.deallocate(a)
+        hid = self.hidden(full, (sc.height, sc.width))
+        ttnn.deallocate(full)
+        logits = self.last(hid)
+        ttnn.deallocate(hid)
+        if logits.dtype == ttnn.float32:          # float32 head presets
+            return logits
+        out = ttnn.typecast(logits, ttnn.float32)
+        ttnn.deallocate(logits)
+        return out
+
+    @staticmethod
+    def release_shape(state) -> None:
+        state['to_image'].release()
+
+    def release(self) -> None:
+        for m in (self.first, self.hidden, self.last):
+            m.release()
