@@ -16,6 +16,8 @@ from tt_depth_ros.geometry.image_checks import check_rgb_u8
 
 ANY_VIEWS = 0
 """`num_views` of an engine that takes any number (>= 1) of same-size views per call."""
+BACKENDS = ('ttnn', 'torch-cuda', 'torch-cpu')
+"""Every backend an Engine can run on, in the order `backend: auto` tries them."""
 
 
 @dataclass(frozen=True)

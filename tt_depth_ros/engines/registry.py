@@ -27,8 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from tt_depth_ros.engines.base import ANY_VIEWS
-from tt_depth_ros.engines.select import BACKENDS
+from tt_depth_ros.engines.base import ANY_VIEWS, BACKENDS
 
 FAMILIES = ('da3', 'dust3r')
 KINDS = ('metric', 'mono', 'anyview', 'nested', 'pointmap')
@@ -75,7 +74,7 @@ class ModelSpec:
         family: 'da3' or 'dust3r' (FAMILIES): which builder and preprocessing.
         kind: What the depth output means (KINDS, module docstring).
         views: Images per forward: 1, 2 (DUSt3R) or ANY_VIEWS (engines/base.py: any number).
-        backends: Where it runs (engines/select.BACKENDS order).
+        backends: Where it runs (engines/base.BACKENDS order).
         weights: Published weights; None = a test configuration (weights from a file or a
             state dict only).
         license: SPDX id of the weights' licence (model card); None for test configurations.

@@ -11,10 +11,11 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from tt_depth_ros.engines.base import BACKENDS
+
 if TYPE_CHECKING:
     from tt_depth_ros.engines.registry import ModelSpec
 
-BACKENDS = ('ttnn', 'torch-cuda', 'torch-cpu')
 REQUESTS = ('auto',) + BACKENDS
 
 _log = logging.getLogger(__name__)
