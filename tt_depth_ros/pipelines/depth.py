@@ -45,6 +45,7 @@ from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network
 from tt_depth_ros.geometry.depth_cloud import organized_points
 from tt_depth_ros.geometry.depth_postprocess import finish_depth
 from tt_depth_ros.geometry.rectify import Rectifier
+from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import (
     depth_to_mm16,
     intrinsics_from_args,
@@ -373,7 +374,7 @@ class DepthResult:
         return write_ply(path, pts, rgb)
 
 
-class DepthPredictor:
+class DepthPredictor(EngineOwner):
     """Image in, metric depth out, on any engine backend: the API face of `DA3FramePath`.
 
     Args:
@@ -443,16 +444,6 @@ class DepthPredictor:
                               dtype=dtype, revision=revision, state_dict=state_dict,
                               logger=logger, accept_license=accept_license)
         return cls(engine, kind=registry.model(model).kind, logger=logger, **options)
-
-    def __enter__(self) -> 'DepthPredictor':
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release the engine."""
-        self.engine.close()
 
     def __call__(self, image: Any, K: Optional[np.ndarray] = None, *,
                  fx: Optional[float] = None, fy: Optional[float] = None,

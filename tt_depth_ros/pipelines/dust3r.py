@@ -36,6 +36,7 @@ from tt_depth_ros.geometry.dust3r_preprocess import (
 from tt_depth_ros.geometry.focal import estimate_focal
 from tt_depth_ros.geometry.pair_cloud import DEFAULT_CONF_THRESHOLD, fuse_pair_cloud
 from tt_depth_ros.geometry.pnp import PoseResult, solve_relative_pose
+from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import load_rgb, write_ply
 
 _log = logging.getLogger(__name__)
@@ -174,7 +175,7 @@ def load_image(image: Any) -> np.ndarray:
     return load_rgb(image)
 
 
-class Dust3rPredictor:
+class Dust3rPredictor(EngineOwner):
     """Two images in, pointmaps + pose out, on any engine backend.
 
     Args:
@@ -233,16 +234,6 @@ class Dust3rPredictor:
                               dtype=dtype, revision=revision, state_dict=state_dict,
                               logger=logger)
         return cls(engine, logger=logger, **options)
-
-    def __enter__(self) -> 'Dust3rPredictor':
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release the engine."""
-        self.engine.close()
 
     def _prepare(self, image: Any, name: str) -> tuple[np.ndarray, Dust3rPlan]:
         rgb = load_image(image)

@@ -46,6 +46,7 @@ from tt_depth_ros.geometry.da3_preprocess import (
 )
 from tt_depth_ros.geometry.depth_cloud import organized_points
 from tt_depth_ros.geometry.metric_depth import resize_depth
+from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import load_rgb, write_ply
 
 POSE_CONVENTION = ('T_world_camera: 4x4 camera-to-world, row-major; camera axes OpenCV (x right, '
@@ -205,7 +206,7 @@ def net_to_original_map(m: np.ndarray, crop: tuple[int, int], resized_hw: tuple[
     return resize_depth(m, orig_hw)
 
 
-class MultiViewPredictor:
+class MultiViewPredictor(EngineOwner):
     """Images of one scene in, per-view depth and cameras out (torch backends).
 
     Args:
@@ -256,18 +257,6 @@ class MultiViewPredictor:
                               device_id=device_id, dtype=dtype, state_dict=state_dict,
                               accept_license=accept_license, num_views=ANY_VIEWS)
         return cls(engine, process_res=process_res)
-
-    def __enter__(self) -> 'MultiViewPredictor':
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release the engine; idempotent."""
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
 
     def preprocess(self, rgbs: Sequence[np.ndarray]) -> SceneInput:
         """Upstream multi-view preprocessing: resize each view, centre-crop to the smallest."""
