@@ -85,13 +85,13 @@ class DepthNode(PerceptionLifecycleNode):
 
     def validate(self) -> list[str]:
         """Fixed network size must be both-or-neither and multiples of 14."""
-        nh, nw = self.p['network_height'], self.p['network_width']
+        nh, nw = self.params['network_height'], self.params['network_width']
         errors = []
         if (nh == 0) != (nw == 0):
             errors.append('network_height and network_width must both be 0 or both be set')
         elif nh and (nh % 14 or nw % 14):
             errors.append(f'network size {nh}x{nw} must be multiples of 14')
-        if bool(self.p['expected_width']) != bool(self.p['expected_height']):
+        if bool(self.params['expected_width']) != bool(self.params['expected_height']):
             errors.append('expected_width and expected_height must both be 0 or both be set')
         return errors
 
@@ -106,12 +106,12 @@ class DepthNode(PerceptionLifecycleNode):
 
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network shape for expected_width x expected_height, if given."""
-        w, h = self.p['expected_width'], self.p['expected_height']
+        w, h = self.params['expected_width'], self.params['expected_height']
         return [self.frame_options().network_hw(w, h)] if w and h else []
 
     def frame_options(self) -> FrameOptions:
         """The frame path's options from the current (partly runtime) parameters."""
-        p, metres = self.p, self.frame_path.is_metric
+        p, metres = self.params, self.frame_path.is_metric
         fixed = (p['network_height'], p['network_width'])
         return FrameOptions(process_res=p['process_res'], fixed_size=fixed if fixed[0] else None,
                             sky_mode=p['sky_mode'], sky_threshold=p['sky_threshold'],
@@ -177,16 +177,16 @@ class DepthNode(PerceptionLifecycleNode):
         """Build and publish every enabled output of a metric frame with the input header."""
         depth, K = frame.depth, frame.K
         h, w = depth.shape
-        self._pub_depth.publish(depth_image_msg(depth, header, self.p['depth_encoding']))
+        self._pub_depth.publish(depth_image_msg(depth, header, self.params['depth_encoding']))
         self._pub_info.publish(camera_info_for(K, w, h, header, tx=frame.tx))
-        if self.p['points_enable'] and self._pub_points.get_subscription_count() > 0:
-            rgb = frame.image if self.p['points_format'] == 'xyzrgb' else None
-            max_r = self.p['points_max_range_m'] or None
+        if self.params['points_enable'] and self._pub_points.get_subscription_count() > 0:
+            rgb = frame.image if self.params['points_format'] == 'xyzrgb' else None
+            max_r = self.params['points_max_range_m'] or None
             self._pub_points.publish(depth_cloud_msg(depth, K, header, rgb,
-                                                     self.p['points_decimation'], max_r,
+                                                     self.params['points_decimation'], max_r,
                                                      buffer=self._cloud_buffer))
-        if self.p['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
-            preview = colorize_depth(depth, None, self.p['colorized_max_m'] or None)
+        if self.params['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
+            preview = colorize_depth(depth, None, self.params['colorized_max_m'] or None)
             self._pub_color.publish(rgb_image_msg(preview, header))
         return True
 

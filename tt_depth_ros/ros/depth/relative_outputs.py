@@ -69,7 +69,7 @@ class RelativeNestedOutputs:
     @classmethod
     def for_node(cls, node) -> 'RelativeNestedOutputs | None':
         """The handler for the node's engine (None for metric models); ValueError if misused."""
-        p, kind = node.p, engine_kind(node.engine.info.details)
+        p, kind = node.params, engine_kind(node.engine.info.details)
         model = p['model']
         if kind == 'metric' or kind not in KINDS:
             if p['scale_source'] != 'none':
@@ -97,7 +97,7 @@ class RelativeNestedOutputs:
         if self.relative:
             names += [('depth_relative', Image), ('depth_relative/camera_info', CameraInfo),
                       ('points_relative', PointCloud2)]
-        if not self.relative or self.node.p['scale_source'] != 'none':
+        if not self.relative or self.node.params['scale_source'] != 'none':
             names += [('depth', Image), ('depth/camera_info', CameraInfo),
                       ('points', PointCloud2)]
         if self.estimates:
@@ -110,7 +110,7 @@ class RelativeNestedOutputs:
         """The side inputs of the scale source: metric_depth, or /tf and /tf_static."""
         node = self.node
         self.metric_depth.start()
-        if node.p['scale_source'] == 'camera_height' and node.p['camera_height_frame']:
+        if node.params['scale_source'] == 'camera_height' and node.params['camera_height_frame']:
             self.tf.clear()
             for sub in subscribe_tf(node, self.tf):
                 node.track_subscription(sub)
@@ -125,7 +125,7 @@ class RelativeNestedOutputs:
         The CameraInfo is the one of the image's stamp and a distorted image is rectified
         (PerceptionLifecycleNode.camera_view), exactly as for the metric model.
         """
-        node, focal_source = self.node, self.node.p['focal_source']
+        node, focal_source = self.node, self.node.params['focal_source']
         if self.estimates and (focal_source == 'estimated' or
                                (focal_source == 'auto' and not self._has_camera_info())):
             return CameraView(rgb, None, 0.0, None)
@@ -145,11 +145,11 @@ class RelativeNestedOutputs:
             return True
         if not node.count_publishers(node.camera_info_sub.topic_name):
             return False
-        return node.camera_infos.wait_any('camera', node.p['camera_info_wait_s'])
+        return node.camera_infos.wait_any('camera', node.params['camera_info_wait_s'])
 
     def publish(self, header, frame: DepthFrame) -> bool:
         """Publish one frame; False when the metric scale failed (relative outputs still out)."""
-        p = self.node.p
+        p = self.node.params
         depth, K, tx = frame.depth, frame.K, frame.tx
         h, w = depth.shape
         mask = confident(depth, frame.conf, p['min_confidence'])
@@ -210,7 +210,7 @@ class RelativeNestedOutputs:
     def _frame_scale(self, header, depth: np.ndarray, mask: np.ndarray,
                      K: np.ndarray) -> FrameScale:
         """The metric scale of this frame from `scale_source` (no scale: the reason why)."""
-        p = self.node.p
+        p = self.node.params
         height_m = p['camera_height_m']
         if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
             height = camera_height(self.tf, p['camera_height_frame'], header.frame_id)
@@ -226,7 +226,7 @@ class RelativeNestedOutputs:
                               self.metric_depth.image_for(stamp_to_ns(header.stamp)))
 
     def _cloud(self, topic, depth, mask, K, header, color) -> None:
-        p, pub = self.node.p, self.pubs[topic]
+        p, pub = self.node.params, self.pubs[topic]
         if not p['points_enable'] or pub.get_subscription_count() == 0:
             return
         kept = np.where(mask | np.isposinf(depth), depth, np.float32(np.nan))
@@ -235,7 +235,7 @@ class RelativeNestedOutputs:
                                     p['points_max_range_m'] or None))
 
     def _colorized(self, depth, header) -> None:
-        p, pub = self.node.p, self.pubs['depth/colorized']
+        p, pub = self.node.params, self.pubs['depth/colorized']
         if p['colorized_enable'] and pub.get_subscription_count() > 0:
             preview = colorize_depth(depth, None, p['colorized_max_m'] or None)
             pub.publish(rgb_image_msg(preview, header))
@@ -245,6 +245,6 @@ class RelativeNestedOutputs:
         with self._lock:
             extra = dict(self._info)
         extra['model_kind'] = self.kind
-        extra['scale_source_configured'] = self.node.p['scale_source']
-        extra['focal_source_configured'] = self.node.p['focal_source']
+        extra['scale_source_configured'] = self.node.params['scale_source']
+        extra['focal_source_configured'] = self.node.params['focal_source']
         return extra

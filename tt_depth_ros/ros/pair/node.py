@@ -72,7 +72,7 @@ class PairNode(PerceptionLifecycleNode):
 
     def validate(self) -> list[str]:
         """Cross-parameter checks: model family, network size, scale source per mode."""
-        p, errors = self.p, []
+        p, errors = self.params, []
         if p['model'] not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p['engine_plugin']:
             errors.append(f"model={p['model']!r} is not a pair model; use one of "
                           f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
@@ -107,12 +107,12 @@ class PairNode(PerceptionLifecycleNode):
 
     def engine_num_views(self) -> int | None:
         """DA3 any-view models: a two-view engine (temporal: window_size views); else default."""
-        if self.p['model'] not in ANYVIEW_PAIR_MODELS:
+        if self.params['model'] not in ANYVIEW_PAIR_MODELS:
             return None
-        return self.p['window_size'] if self.p['mode'] == 'temporal' else 2
+        return self.params['window_size'] if self.params['mode'] == 'temporal' else 2
 
     def _settings(self) -> PairSettings:
-        p = self.p
+        p = self.params
         return PairSettings(p['network_size'], p['preprocess_mode'], p['conf_threshold'],
                             p['pnp_reproj_px'], p['pnp_iterations'], p['pnp_min_inliers'],
                             p['pnp_min_inlier_ratio'], p['scale_source'], p['baseline_m'],
@@ -121,7 +121,7 @@ class PairNode(PerceptionLifecycleNode):
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network shape for expected_width x expected_height, if given."""
         self.pipeline = None
-        w, h = self.p['expected_width'], self.p['expected_height']
+        w, h = self.params['expected_width'], self.params['expected_height']
         if not (w and h):
             return []
         return [make_pair_pipeline(self.engine, self._settings()).plan_for(w, h).net_hw]
@@ -132,7 +132,7 @@ class PairNode(PerceptionLifecycleNode):
         self.figures.reset()
         self.outputs = PairOutputs(self, self.figures)
         steps = PairSteps(self, self.pipeline, self.figures)
-        mode = StereoMode if self.p['mode'] == 'stereo' else TemporalMode
+        mode = StereoMode if self.params['mode'] == 'stereo' else TemporalMode
         self.mode = mode(self, steps, self.outputs, self.metric_depth.image_for)
 
     def create_inputs(self) -> None:
@@ -144,8 +144,8 @@ class PairNode(PerceptionLifecycleNode):
     def input_qos(self):
         """Input QoS; stereo keeps >= pair_queue_size messages (see the module docstring)."""
         qos = super().input_qos()
-        if self.p['mode'] == 'stereo':
-            qos.depth = max(qos.depth, self.p['pair_queue_size'])
+        if self.params['mode'] == 'stereo':
+            qos.depth = max(qos.depth, self.params['pair_queue_size'])
         return qos
 
     # ---- worker side ----------------------------------------------------------------------
@@ -163,16 +163,16 @@ class PairNode(PerceptionLifecycleNode):
     def diagnostics_extra(self) -> dict:
         """Pairing, PnP, scale and keyframe figures for /diagnostics."""
         extra = self.figures.snapshot()
-        extra['mode'] = self.p['mode']
-        extra['scale_source_configured'] = self.p['scale_source']
-        metric = self.p['scale_source'] in METRIC_SOURCES or (
+        extra['mode'] = self.params['mode']
+        extra['scale_source_configured'] = self.params['scale_source']
+        metric = self.params['scale_source'] in METRIC_SOURCES or (
             self.pipeline is not None and self.pipeline.metric_model)
         units = self.pipeline.units if self.pipeline is not None else 'dust3r-units'
         extra['engine'] = self.pipeline.engine_label if self.pipeline is not None else ''
         extra['pose_source'] = self.pipeline.pose_source if self.pipeline is not None else ''
         extra['depth_output'] = ('depth (32FC1 metres)' if metric else
                                  f'depth_unscaled ({units})'
-                                 if self.p['publish_unscaled_depth'] else
+                                 if self.params['publish_unscaled_depth'] else
                                  'none (no metric scale)')
         if self.mode is not None:
             extra.update(self.mode.diagnostics())

@@ -59,7 +59,7 @@ class PairOutputs:
     """
 
     def __init__(self, node, figures: PairFigures) -> None:
-        self._p, self._logger, self._figures = node.p, node.get_logger(), figures
+        self._params, self._logger, self._figures = node.params, node.get_logger(), figures
         pub = node.add_publisher
         self._out = {
             'points': pub(PointCloud2, 'points'), 'depth': pub(Image, 'depth'),
@@ -96,7 +96,7 @@ class PairOutputs:
         this pose only. `history` is the trajectory's (stamp_ns, T) list (temporal mode; None =
         no path). Returns whether the pose was published.
         """
-        p = self._p
+        p = self._params
         tf_mode = p['publish_tf']
         if tf_mode == 'always' and not metric:
             child = f'{child}_unscaled'
@@ -132,14 +132,14 @@ class PairOutputs:
 
     def _on_camera_grid(self, grid, K_net, plan):
         """(map, K) at camera resolution when output_resolution='camera', else unchanged."""
-        if self._p['output_resolution'] != 'camera':
+        if self._params['output_resolution'] != 'camera':
             return grid, K_net
         return grid_to_camera(grid, plan), (None if K_net is None else
                                             unmap_intrinsics(K_net, plan))
 
     def publish_confidence(self, conf, plan, header) -> None:
         """The confidence map (32FC1, >= 1) when publish_confidence is set."""
-        if not self._p['publish_confidence']:
+        if not self._params['publish_confidence']:
             return
         conf, _ = self._on_camera_grid(conf, None, plan)
         self._out['confidence'].publish(depth_image_msg(conf, header))
@@ -147,7 +147,7 @@ class PairOutputs:
     def publish_depth(self, name, depth, K, header, scale: ScaleResult, plan,
                       unscaled_topic='depth_unscaled') -> None:
         """Depth on `name` in metres with a metric scale, else on `unscaled_topic` when asked."""
-        publish_unscaled = bool(unscaled_topic) and self._p['publish_unscaled_depth']
+        publish_unscaled = bool(unscaled_topic) and self._params['publish_unscaled_depth']
         if not (scale.metric or publish_unscaled):
             return
         depth, K = self._on_camera_grid(depth, K, plan)

@@ -28,7 +28,8 @@ class StereoMode(PairMode):
                  metric_for: Callable) -> None:
         super().__init__(node, steps, outputs, metric_for)
         node = self._node
-        self.pairer = ApproxTimePairer(node.p['pair_tolerance_s'], node.p['pair_queue_size'])
+        self.pairer = ApproxTimePairer(node.params['pair_tolerance_s'],
+                                       node.params['pair_queue_size'])
         self._pair_times: deque = deque(maxlen=PAIR_TIMES)
 
     def create_inputs(self) -> None:
@@ -52,7 +53,7 @@ class StereoMode(PairMode):
 
     def process(self, pair: Pair) -> Published | None:
         """Worker: one pair to cloud, depth, confidence and pose (None: skipped, reported)."""
-        steps, out, p = self._steps, self._out, self._node.p
+        steps, out, p = self._steps, self._out, self._node.params
         m1, m2 = pair.first, pair.second
         v1 = steps.view(m1, 'camera1')   # one reject (reason) per skipped pair
         v2 = None if v1 is None else steps.view(m2, 'camera2')

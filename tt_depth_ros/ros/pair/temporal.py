@@ -41,7 +41,7 @@ class TemporalMode(PairMode):
     def __init__(self, node, steps: PairSteps, outputs: PairOutputs,
                  metric_for: Callable) -> None:
         super().__init__(node, steps, outputs, metric_for)
-        node, p = self._node, self._node.p
+        node, p = self._node, self._node.params
         self.tf_buffer = TfBuffer()
         self.robot = (RobotOdometry(self.tf_buffer, p['robot_base_frame'])
                       if p['robot_base_frame'] else None)
@@ -59,7 +59,7 @@ class TemporalMode(PairMode):
         """The camera's image and camera_info, and the robot's TF when mapping to a base."""
         node = self._node
         self.chain.reset()
-        self._window = deque(maxlen=max(node.p['window_size'] - 2, 0))
+        self._window = deque(maxlen=max(node.params['window_size'] - 2, 0))
         node.subscribe_camera_info('camera_info', 'camera')
         node.subscribe_image('image', self._on_image)
         if self.robot is not None:   # the camera mounting, from the robot's TF tree
@@ -80,7 +80,7 @@ class TemporalMode(PairMode):
 
     def process(self, msg) -> Published | None:
         """Worker: one frame against the keyframe to cloud, depth, confidence and pose."""
-        node, steps, out, p = self._node, self._steps, self._out, self._node.p
+        node, steps, out, p = self._node, self._steps, self._out, self._node.params
         view = steps.view(msg, 'camera')
         if view is None:
             return None
@@ -138,7 +138,7 @@ class TemporalMode(PairMode):
         """The first keyframe: the odom origin (metric reference when scale_source='depth')."""
         node, steps, msg = self._node, self._steps, frame.msg
         ref, metric = None, False
-        if node.p['scale_source'] == 'depth':
+        if node.params['scale_source'] == 'depth':
             depth = self._metric_for(stamp_ns)
             if depth is None:
                 node.reject('scale', 'no metric depth with the stamp of the first keyframe; '

@@ -52,7 +52,7 @@ class CameraViews:
     """
 
     def __init__(self, p: dict, reject: Callable[[str, str], None], logger) -> None:
-        self._p, self._reject, self._logger = p, reject, logger
+        self._params, self._reject, self._logger = p, reject, logger
         self.store = CameraInfoStore()
         self.rectification = InputRectification()
 
@@ -72,7 +72,7 @@ class CameraViews:
         CameraInfo arrived at all and camera_info_mode is 'default_focal', else an InfoMatch.
         """
         stamp_ns = stamp_to_ns(stamp)
-        p = self._p
+        p = self._params
         match = self.store.lookup(key, stamp_ns, p['camera_info_sync'],
                                   p['camera_info_tolerance_s'], p['camera_info_wait_s'])
         if match is not None:
@@ -119,7 +119,7 @@ class CameraViews:
             self._reject('camera_info_size', f'{key}: {exc}')
             return None
         try:
-            rgb, border = self.rectification.apply(match.msg, rgb, self._p['rectify'])
+            rgb, border = self.rectification.apply(match.msg, rgb, self._params['rectify'])
         except CameraModelError as exc:
             self._reject('rectify', f'{key}: cannot rectify with its CameraInfo: {exc}')
             return None
@@ -127,7 +127,7 @@ class CameraViews:
 
     def diagnostics(self) -> dict:
         """CameraInfo matching counters and the rectification state for /diagnostics."""
-        return {**self.store.counters(), **self.rectification.diagnostics(self._p['rectify'])}
+        return {**self.store.counters(), **self.rectification.diagnostics(self._params['rectify'])}
 
     def reset(self) -> None:
         """New configure: forget CameraInfos, counters and rectification maps."""

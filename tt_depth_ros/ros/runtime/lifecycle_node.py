@@ -12,7 +12,7 @@ fails the transition (WorkerStuckError) with the engine kept. At process shutdow
 cancels the node's CancelToken, which the engine build checks between its steps.
 
 The rest is composed from one-concept parts, reached through thin methods that subclasses call:
-parameters (ros/runtime/common_params.py + the node's own, `self.p`), the engine
+parameters (ros/runtime/common_params.py + the node's own, `self.params`), the engine
 (ros/runtime/engine_builder.py: `build_engine`, `ensure_prepared`), inputs
 (ros/runtime/inputs.py: `subscribe_image`, `precheck_image`, `decode_image`, `offer`), CameraInfo
 by stamp and rectification (ros/runtime/camera_views.py: `camera_view`), publishers
@@ -70,26 +70,26 @@ class PerceptionLifecycleNode(LifecycleNode):
         self.cancel = CancelToken()          # cancelled once, when the process shuts down
         self.worker_join_s = WORKER_STOP_S   # bounded wait for an in-flight inference
         super().__init__(node_name, **kwargs)
-        self.params = ParamTable(self)
+        self.param_table = ParamTable(self)
         for spec in with_defaults(COMMON_PARAMS, self.COMMON_DEFAULTS) + self.node_param_specs():
-            self.params.declare(spec)
-        self.p = self.params.values
-        self.params.read()
+            self.param_table.declare(spec)
+        self.params = self.param_table.values
+        self.param_table.read()
         self.state_label = 'unconfigured'
         self.stats = NodeStats()
         self.mailbox = LatestFrameMailbox()
         self.prepared = PreparedShapes()
         self.rejects = RejectReporter(self.get_logger(), self.stats,
-                                      lambda: self.p['bad_input_log_period'])
-        self.inputs = NodeInputs(self, self.p, self.input_qos, self.stats, self.reject,
+                                      lambda: self.params['bad_input_log_period'])
+        self.inputs = NodeInputs(self, self.params, self.input_qos, self.stats, self.reject,
                                  self.mailbox)
         self.node_publishers = NodePublishers(self, self.output_qos, self.stats)
-        self.camera_views = CameraViews(self.p, self.reject, self.get_logger())
+        self.camera_views = CameraViews(self.params, self.reject, self.get_logger())
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.add_on_set_parameters_callback(
-            lambda ps: self.params.on_set(ps, self.state_label in ('inactive', 'active')))
+            lambda ps: self.param_table.on_set(ps, self.state_label in ('inactive', 'active')))
         self.get_logger().info('parameters: ' + ', '.join(
-            f'{k}={v!r}' for k, v in self.p.items()))
+            f'{k}={v!r}' for k, v in self.params.items()))
 
     @property
     def camera_infos(self) -> CameraInfoStore:
@@ -136,7 +136,8 @@ class PerceptionLifecycleNode(LifecycleNode):
     # ---- engine ---------------------------------------------------------------------------
     def build_engine(self) -> Engine:
         """The engine of the node's parameters, cancellable (ros/runtime/engine_builder.py)."""
-        return build_node_engine(self.p, self.get_logger(), self.cancel, self.engine_num_views())
+        return build_node_engine(self.params, self.get_logger(), self.cancel,
+                                 self.engine_num_views())
 
     def ensure_prepared(self, shape: tuple[int, int]) -> None:
         """Prepare the engine for a network shape once (logged: compile/trace can take seconds)."""
@@ -156,7 +157,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Validate parameters, build + prepare the engine, create publishers and diagnostics."""
         try:
             self.cancel.check('before configure')
-            errors = self.params.read() + self.validate()
+            errors = self.param_table.read() + self.validate()
             if errors:
                 for e in errors:
                     self.get_logger().error(f'configure failed: {e}')
@@ -165,8 +166,8 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.stats.reset()
             self.camera_views.reset()
             self.prepared.reset()
-            self.get_logger().info(f'configure: building engine for {self.p["model"]!r} '
-                                   f'(backend {self.p["backend"]}) ...')
+            self.get_logger().info(f'configure: building engine for {self.params["model"]!r} '
+                                   f'(backend {self.params["backend"]}) ...')
             t0 = time.monotonic()
             self.engine = self.build_engine()
             self.cancel.check('after building the engine')
@@ -177,7 +178,7 @@ class PerceptionLifecycleNode(LifecycleNode):
                 self.ensure_prepared(shape)
                 self.cancel.check('while preparing the engine')
             self.create_outputs()
-            self._diag_timer = self.create_timer(self.p['diagnostics_period'],
+            self._diag_timer = self.create_timer(self.params['diagnostics_period'],
                                                  self.publish_diagnostics)
             self.state_label = 'inactive'
             return SUCCESS
@@ -282,11 +283,11 @@ class PerceptionLifecycleNode(LifecycleNode):
     # ---- QoS and publishers ---------------------------------------------------------------
     def input_qos(self):
         """QoS of subscriptions from parameters."""
-        return qos_profile(self.p['input_reliability'], self.p['input_depth'])
+        return qos_profile(self.params['input_reliability'], self.params['input_depth'])
 
     def output_qos(self):
         """QoS of publishers from parameters."""
-        return qos_profile(self.p['output_reliability'], self.p['output_depth'])
+        return qos_profile(self.params['output_reliability'], self.params['output_depth'])
 
     def add_publisher(self, msg_type, topic: str):
         """Lifecycle publisher with output QoS and incompatible-QoS logging."""
@@ -348,10 +349,10 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Publish one DiagnosticArray with this node's status."""
         info = self.engine.info if self.engine is not None else None
         extra = {'backend': info.backend if info else '', 'device': info.device if info else '',
-                 'model': info.model if info else self.p['model']}
+                 'model': info.model if info else self.params['model']}
         extra.update(self.camera_views.diagnostics())
         extra.update(self.diagnostics_extra())
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
                                       self.state_label, extra,
-                                      drop_warn_ratio=self.p['drop_warn_ratio'])
+                                      drop_warn_ratio=self.params['drop_warn_ratio'])
         self._diag_pub.publish(diagnostic_array(self.get_clock().now().to_msg(), [status]))

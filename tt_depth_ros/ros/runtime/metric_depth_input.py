@@ -35,7 +35,7 @@ class MetricDepthInput:
         """Activate: forget earlier images; subscribe when scale_source is 'depth'."""
         self._cache.clear()
         node = self._node
-        if node.p['scale_source'] == 'depth':
+        if node.params['scale_source'] == 'depth':
             node.track_subscription(node.create_subscription(Image, TOPIC, self._on_image,
                                                              node.input_qos()))
 
@@ -54,6 +54,6 @@ class MetricDepthInput:
         (no wait when `wait` is False).
         """
         node = self._node
-        if node.p['scale_source'] != 'depth':
+        if node.params['scale_source'] != 'depth':
             return None
-        return self._cache.get(stamp_ns, node.p['metric_depth_wait_s'] if wait else 0.0)
+        return self._cache.get(stamp_ns, node.params['metric_depth_wait_s'] if wait else 0.0)
