@@ -4,7 +4,6 @@ import pytest
 
 from tt_depth_ros.geometry.camera_model import (
     CameraModelError,
-    default_K,
     fit_to_image,
     from_camera_arrays,
     projection_from_K,
@@ -78,10 +77,6 @@ def test_fit_scales_explicitly_and_rejects_aspect_mismatch():
 def test_scale_default_projection():
     K = scale_K(np.array(K9).reshape(3, 3), 0.5, 2.0)
     np.testing.assert_allclose(K, [[250, 0, 160], [0, 1020, 480], [0, 0, 1]])
-    D = default_K(640, 480, 300.0)
-    assert D[0, 0] == D[1, 1] == 300.0 and (D[0, 2], D[1, 2]) == (319.5, 239.5)
-    with pytest.raises(CameraModelError):
-        default_K(640, 480, 0.0)
     P = projection_from_K(K, -3.0)
     assert P.shape == (3, 4) and P[0, 3] == -3.0 and np.all(P[:, :3] == K)
     with pytest.raises(CameraModelError):

@@ -5,16 +5,15 @@ import pytest
 from tt_depth_ros.geometry.keyframes import (
     KeyframeChain,
     KeyframePolicy,
-    frame_depth_in_own_camera,
     rotation_angle_deg,
 )
 from tt_depth_ros.geometry.scale import (
     baseline_scale,
-    check_source,
     median_ratio_scale,
     resample_depth_to_grid,
     unit_scale,
 )
+from tt_depth_ros.geometry.se3 import frame_depth_in_own_camera
 
 
 def rot(axis, deg):
@@ -72,11 +71,8 @@ def test_median_ratio_without_support_reports_why():
         median_ratio_scale(np.ones((3, 3)), np.ones((4, 4)))
 
 
-def test_unit_scale_is_not_metric_and_sources_are_checked():
+def test_unit_scale_is_not_metric():
     assert unit_scale().value == 1.0 and not unit_scale().metric
-    assert check_source('baseline') == 'baseline'
-    with pytest.raises(ValueError, match='scale source'):
-        check_source('metres')
 
 
 def test_resample_depth_to_grid_identity_and_halving():

@@ -119,15 +119,6 @@ def fit_to_image(cam: CameraGeometry, width: int, height: int) -> tuple[np.ndarr
     return scale_K(cam.K, sx, sy), True
 
 
-def default_K(width: int, height: int, focal_px: float) -> np.ndarray:
-    """Intrinsics with fx = fy = focal_px and the principal point at the image centre."""
-    if not focal_px > 0.0:
-        raise CameraModelError(f'default focal must be positive, got {focal_px}')
-    return np.array([[focal_px, 0.0, (width - 1) / 2.0],
-                     [0.0, focal_px, (height - 1) / 2.0],
-                     [0.0, 0.0, 1.0]], dtype=np.float64)
-
-
 def projection_from_K(K: np.ndarray, tx: float = 0.0, ty: float = 0.0) -> np.ndarray:
     """The 3x4 P = [K | (tx, ty, 0)] published with a depth image on the same pixel grid."""
     P = np.zeros((3, 4), dtype=np.float64)

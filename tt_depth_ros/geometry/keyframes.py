@@ -176,16 +176,3 @@ class KeyframeChain:
         if self.keyframe is None:
             raise RuntimeError('no keyframe yet: call start() with the first frame')
         return self.keyframe
-
-
-def frame_depth_in_own_camera(pts_in_key: np.ndarray, T_key_frame_units: np.ndarray) -> np.ndarray:
-    """Depth (z) of view-2 points (given in the keyframe camera) in view 2's own camera, same units.
-
-    Args:
-        pts_in_key: (H, W, 3) pointmap of view 2 in camera 1 (DUSt3R head 2).
-        T_key_frame_units: 4x4 pose of view 2 in view 1, same units as the pointmap.
-    """
-    R = T_key_frame_units[:3, :3]
-    t = T_key_frame_units[:3, 3]
-    # x_frame = R^T (x_key - t); only the z row is needed.
-    return ((pts_in_key - t) @ R[:, 2]).astype(np.float32)

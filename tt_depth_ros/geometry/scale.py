@@ -49,13 +49,6 @@ class ScaleResult:
         return self.ok and self.source in METRIC_SOURCES
 
 
-def check_source(source: str) -> str:
-    """Validate a scale-source name; ValueError lists the allowed ones."""
-    if source not in SOURCES:
-        raise ValueError(f'scale source must be one of {SOURCES}, got {source!r}')
-    return source
-
-
 def unit_scale() -> ScaleResult:
     """Scale of source ``none``: DUSt3R units kept."""
     return ScaleResult('none', 1.0, support=0)

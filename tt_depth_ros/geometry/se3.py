@@ -98,3 +98,16 @@ def interpolate_T(T0: np.ndarray, T1: np.ndarray, alpha: float) -> np.ndarray:
         q = (np.sin((1 - alpha) * theta) * q0 + np.sin(alpha * theta) * q1) / np.sin(theta)
     t = (1 - alpha) * np.asarray(T0[:3, 3]) + alpha * np.asarray(T1[:3, 3])
     return make_T(R_from_quat(q / np.linalg.norm(q)), t)
+
+
+def frame_depth_in_own_camera(pts_in_key: np.ndarray, T_key_frame_units: np.ndarray) -> np.ndarray:
+    """Depth (z) of view-2 points (given in the keyframe camera) in view 2's own camera, same units.
+
+    Args:
+        pts_in_key: (H, W, 3) pointmap of view 2 in camera 1 (DUSt3R head 2).
+        T_key_frame_units: 4x4 pose of view 2 in view 1, same units as the pointmap.
+    """
+    R = T_key_frame_units[:3, :3]
+    t = T_key_frame_units[:3, 3]
+    # x_frame = R^T (x_key - t); only the z row is needed.
+    return ((pts_in_key - t) @ R[:, 2]).astype(np.float32)

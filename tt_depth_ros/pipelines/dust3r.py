@@ -36,6 +36,7 @@ from tt_depth_ros.geometry.dust3r_preprocess import (
 from tt_depth_ros.geometry.focal import estimate_focal
 from tt_depth_ros.geometry.pair_cloud import DEFAULT_CONF_THRESHOLD, fuse_pair_cloud
 from tt_depth_ros.geometry.pnp import PoseResult, solve_relative_pose
+from tt_depth_ros.geometry.se3 import frame_depth_in_own_camera
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import load_rgb, write_ply
 
@@ -330,8 +331,7 @@ class Dust3rPredictor(EngineOwner):
             self._log.warning(f'scale not applied: {note}')
         depth2 = None
         if pose_res is not None and pose_res.success:
-            # x2 = R^T (x1 - t) with (R, t) camera 2 -> camera 1
-            depth2 = ((pts2 - pose_res.t) @ pose_res.R)[..., 2].astype(np.float32)
+            depth2 = frame_depth_in_own_camera(pts2, pose_res.T)
         if s != 1.0:
             pts1, pts2, depth1 = pts1 * s, pts2 * s, depth1 * s
             depth2 = None if depth2 is None else depth2 * s
