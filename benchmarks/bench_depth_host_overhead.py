@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / 'test' / 'ros' / 'nodes')]
+sys.path[:0] = [str(ROOT), str(ROOT / 'test')]   # test/: support.fake_engines
 
 from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402
 
@@ -31,7 +31,7 @@ from tt_depth_ros.ros.msgs.depth import fill_image_data  # noqa: E402
 
 def run(points: bool, frames: int, sky_rows: int = 0) -> dict:
     node = DepthNode('bench_depth', parameter_overrides=[
-        Parameter('engine_plugin', value='known_depth_engine:KnownDepthEngine'),
+        Parameter('engine_plugin', value='support.fake_engines.known_depth:KnownDepthEngine'),
         Parameter('engine_plugin_args', value=json.dumps({'sky_rows': sky_rows})),
         Parameter('points_enable', value=points), Parameter('autostart', value=False),
         Parameter('camera_info_sync', value='latest')])   # one CameraInfo for every frame

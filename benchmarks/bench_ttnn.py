@@ -51,7 +51,6 @@ def host_overhead_ms(frames: int = 100) -> float | None:
     try:
         import rclpy
         sys.path.insert(0, str(ROOT / 'benchmarks'))
-        sys.path.insert(0, str(ROOT / 'test' / 'ros' / 'nodes'))
         from bench_depth_host_overhead import run
         rclpy.init()
         try:

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-for p in (HERE, HERE.parent / 'ros'):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))   # launch_run
 
 from support.colcon_ws import ROOT, build_workspace, sourced_env  # noqa: E402
 

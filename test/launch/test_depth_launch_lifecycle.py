@@ -7,9 +7,9 @@ ends everything with exit 0.
 """
 import pytest
 from launch_run import LaunchRun, assert_clean_ctrl_c, get_params, ros2, wait_state
-from rosutil import RosProbe
 
 from support.procs import wait_for
+from support.rosutil import RosProbe
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
 NODE = '/camera/depth_node'           # the launch file's defaults

@@ -10,12 +10,12 @@ import time
 import numpy as np
 import pytest
 from launch_run import LaunchRun, assert_clean_ctrl_c, config_with, get_params, wait_state
-from rosutil import RELIABLE, RosProbe
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
 
 from support.dust3r_data import pair_u8
 from support.procs import ROOT, wait_for
+from support.rosutil import RELIABLE, RosProbe
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 from tt_depth_ros.tools.eval.scene_render import intrinsics

@@ -6,18 +6,15 @@ factory/select/ttnn engine with backend='ttnn') -> this process checks the publi
 the torch-cpu DepthPredictor on the same frame (bf16-level agreement: PCC).
 """
 import json
-import os
 import sys
 
 import numpy as np
 import pytest
+from sensor_msgs.msg import Image
 
 from support.da3_fixtures import DATA, tiny_state_dict, write_safetensors
-from support.procs import ROOT, spawn, wait_for
-
-sys.path.insert(0, str(ROOT / 'test' / 'ros'))
-from rosutil import RosProbe, child_env, depth_node_cmd, node_script  # noqa: E402
-from sensor_msgs.msg import Image  # noqa: E402
+from support.procs import spawn, wait_for
+from support.rosutil import RosProbe, child_env, depth_node_cmd, node_script
 
 pytestmark = pytest.mark.ros
 NS = '/ttnn_e2e'
@@ -37,8 +34,7 @@ def test_depth_node_with_ttnn_backend_on_standin(tmp_path):
               'engine_plugin': 'support.ttnn_standin.plugin:build_engine',
               'engine_plugin_args': plugin_args, 'expected_width': 640, 'expected_height': 480,
               'input_reliability': 'reliable'}
-    env = child_env()
-    env['PYTHONPATH'] = os.pathsep.join([str(ROOT / 'test'), env['PYTHONPATH']])
+    env = child_env()   # test/ on PYTHONPATH: the support.ttnn_standin plugin
     env['TT_DEPTH_ROS_TTNN_CACHE'] = str(tmp_path / 'ttnn_cache')
     calib = json.dumps({'width': 640, 'height': 480, 'k': K_IMG})
     camera = [sys.executable, str(node_script('camera_sim.py')), NS, png, calib, '4']

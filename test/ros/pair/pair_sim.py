@@ -5,7 +5,6 @@ RosProbe that publishes Image + CameraInfo and collects the node's outputs.
 """
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -13,25 +12,20 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Path
-from pair_engines import render_view
-from rosutil import RELIABLE, RosProbe
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
-from support.procs import pythonpath_env, ros_node_cmd, wait_for
+from support.fake_engines.pair_scene import render_view
+from support.procs import ros_node_cmd, wait_for
+from support.rosutil import RELIABLE, RosProbe
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 from tt_depth_ros.ros.runtime.diagnostics import status_values
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCENE_ENGINE = 'pair_engines:SceneDust3rEngine'
-TINY_ENGINE = 'pair_engines:tiny_dust3r_engine'
+SCENE_ENGINE = 'support.fake_engines.pair_scene:SceneDust3rEngine'
+TINY_ENGINE = 'support.fake_engines.pair_scene:tiny_dust3r_engine'
 W, H = 112, 80      # network_size 112 maps these 1:1 (no resize, no crop)
-
-
-def child_env() -> dict:
-    return pythonpath_env(HERE, os.path.dirname(os.path.dirname(HERE)))   # doubles, test/
 
 
 def pair_node_cmd(ns: str, params: dict, name: str = 'pair_node') -> list[str]:

@@ -9,11 +9,12 @@ direction <= 1 %, metres from a baseline or from NESTED itself, a temporal chain
 """
 import numpy as np
 import pytest
-from pair_engines import STEREO_T_1_2, pose_of, render_view
-from pair_sim import PairProbe, child_env, pair_node_cmd
+from pair_sim import PairProbe, pair_node_cmd
 from test_pair_node_geometry import direction_error
 
+from support.fake_engines.pair_scene import STEREO_T_1_2, pose_of, render_view
 from support.procs import spawn
+from support.rosutil import child_env
 from tt_depth_ros.geometry.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg
@@ -21,7 +22,7 @@ from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 MS = 1_000_000
 W, H = 112, 84          # the DA3 grid of network_size 112 for this size: no resize
-ENGINE = 'anyview_pair_engine:SceneAnyviewEngine'
+ENGINE = 'support.fake_engines.scene_anyview:SceneAnyviewEngine'
 
 
 def _params(mode, kind, decoder_error_deg=0.0, **extra):

@@ -9,8 +9,8 @@ resolution, and keep the rest of view 1 and all of view 2 unchanged.
 """
 import numpy as np
 import pytest
-from pair_engines import ID_BLOCK, SceneDust3rEngine, render_view
 
+from support.fake_engines.pair_scene import ID_BLOCK, SceneDust3rEngine, render_view
 from tt_depth_ros.geometry.grid_to_camera import grid_to_camera
 from tt_depth_ros.geometry.rectify import build_rectifier
 from tt_depth_ros.pipelines.pair_dust3r import PairPipeline, PairSettings

@@ -12,10 +12,11 @@ double (exact pointmaps; frame id 1 gets a garbage view-2 pointmap, so PnP fails
 import json
 
 import pytest
-from pair_engines import render_view
-from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, stamp, t_ns
+from pair_sim import SCENE_ENGINE, H, PairProbe, W, pair_node_cmd, stamp, t_ns
 from std_msgs.msg import Header
 
+from support.fake_engines.pair_scene import render_view
+from support.rosutil import child_env
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 

@@ -15,12 +15,19 @@ import json
 import cv2
 import numpy as np
 import pytest
-from pair_engines import STEREO_T_1_2, pose_of, render_view, stamp_camera, stamp_id
-from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, t_ns
+from pair_sim import SCENE_ENGINE, H, PairProbe, W, pair_node_cmd, t_ns
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo
 
+from support.fake_engines.pair_scene import (
+    STEREO_T_1_2,
+    pose_of,
+    render_view,
+    stamp_camera,
+    stamp_id,
+)
 from support.procs import spawn, wait_for
+from support.rosutil import child_env
 from tt_depth_ros.geometry.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg

@@ -8,11 +8,12 @@ metric source is configured.
 """
 import numpy as np
 import pytest
-from pair_engines import STEREO_T_1_2, pose_of, render_view
-from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, stamp
+from pair_sim import SCENE_ENGINE, H, PairProbe, W, pair_node_cmd, stamp
 from std_msgs.msg import Header
 
+from support.fake_engines.pair_scene import STEREO_T_1_2, pose_of, render_view
 from support.procs import spawn
+from support.rosutil import child_env
 from tt_depth_ros.geometry.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg

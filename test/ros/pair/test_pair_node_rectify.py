@@ -14,26 +14,23 @@ discontinuities (7 cm depth code; measured 0.3 %), camera-2 rotation <= 0.5 deg 
 direction <= 1 deg; without rectification the median depth error exceeds 3 % (measured 7 %).
 """
 import json
-import sys
 
 import cv2
 import numpy as np
 import pytest
-from pair_engines import ID_BLOCK, STEREO_T_1_2, pose_of, render_view, stamp_id
-from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, stamp
-from rosutil import NODES_DIR
+from pair_sim import SCENE_ENGINE, H, PairProbe, W, pair_node_cmd, stamp
 from sensor_msgs.msg import CameraInfo
 from std_msgs.msg import Header
 
+from support.fake_engines.depth_code import encode_depth
+from support.fake_engines.pair_scene import ID_BLOCK, STEREO_T_1_2, pose_of, render_view, stamp_id
 from support.procs import spawn
+from support.rosutil import child_env
 from tt_depth_ros.geometry.rectify import pixel_rays
 from tt_depth_ros.geometry.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth, rgb_image_msg
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg
 from tt_depth_ros.tools.eval.scene_render import default_scene, intrinsics, render
-
-sys.path.insert(0, str(NODES_DIR))
-from depth_code_engine import encode_depth  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(150)]
 MS = 1_000_000

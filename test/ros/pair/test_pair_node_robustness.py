@@ -8,12 +8,13 @@ import time
 
 import psutil
 import pytest
-from pair_engines import render_view
-from pair_sim import SCENE_ENGINE, H, PairProbe, W, child_env, pair_node_cmd, stamp
+from pair_sim import SCENE_ENGINE, H, PairProbe, W, pair_node_cmd, stamp
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
+from support.fake_engines.pair_scene import render_view
 from support.procs import spawn, wait_for
+from support.rosutil import child_env
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
 MS = 1_000_000

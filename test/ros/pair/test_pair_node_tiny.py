@@ -6,10 +6,11 @@ equals what the same pipeline computes in-process for the same images.
 """
 import numpy as np
 import pytest
-from pair_sim import TINY_ENGINE, PairProbe, child_env, pair_node_cmd, t_ns
+from pair_sim import TINY_ENGINE, PairProbe, pair_node_cmd, t_ns
 
 from support.dust3r_data import pair_u8
 from support.procs import spawn
+from support.rosutil import child_env
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.tools.eval.scene_render import intrinsics
 
@@ -57,8 +58,7 @@ def test_stereo_tiny_model_topics_frames_shapes_headers():
             assert diag['units'] == 'dust3r-units' and diag['scale_source'] == 'none'
             assert proc.poll() is None, proc.log_text()
         # the same images through the same pipeline in this process
-        from pair_engines import tiny_dust3r_engine
-
+        from support.fake_engines.pair_scene import tiny_dust3r_engine
         from tt_depth_ros.pipelines.pair_dust3r import PairPipeline, PairSettings
         settings = PairSettings(network_size=112, conf_threshold=1.0, pnp_min_inliers=4,
                                 pnp_min_inlier_ratio=0.0)

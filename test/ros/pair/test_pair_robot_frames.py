@@ -1,7 +1,7 @@
 """The pair node in a robot's TF tree: odom -> base_link, and the measured extrinsic.
 
 Synthetic rig: a base driving and turning on flat ground with its camera mounted 0.9 m up, offset
-and pitched down 0.15 rad (pair_engines.MOUNT_BASE_LINK, published here on /tf_static as
+and pitched down 0.15 rad (pair_scene.MOUNT_BASE_LINK, published here on /tf_static as
 base_link -> camera_link -> camera_optical_frame like robot_state_publisher). The temporal node
 with `robot_base_frame: base_link` must publish the BASE trajectory in `odom` (z up, the base
 pose at the first keyframe) matching the ground truth in metres; a frame that arrives before
@@ -10,12 +10,19 @@ the measured camera-2 pose once on /tf_static (transient local), not once per pa
 """
 import numpy as np
 import pytest
-from pair_engines import LINK_OPTICAL, MOUNT_BASE_LINK, STEREO_T_1_2, render_view, robot_base_poses
-from pair_sim import SCENE_ENGINE, PairProbe, child_env, pair_node_cmd, stamp
+from pair_sim import SCENE_ENGINE, PairProbe, pair_node_cmd, stamp
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
+from support.fake_engines.pair_scene import (
+    LINK_OPTICAL,
+    MOUNT_BASE_LINK,
+    STEREO_T_1_2,
+    render_view,
+    robot_base_poses,
+)
 from support.procs import spawn
+from support.rosutil import child_env
 from tt_depth_ros.geometry.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg, tf_message

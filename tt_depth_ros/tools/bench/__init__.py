@@ -10,7 +10,7 @@ Two homes for benchmarks, on purpose: this package holds what an installed packa
 bag. The model and engine micro-benchmarks (forward time vs the upstream implementation, the ttnn
 trace, the depth node's host overhead, any-view window accuracy) live in benchmarks/ at the
 repository root, because they read test/ fixtures (test/data images, test/support weights and
-the ttnn stand-in, the test/ros/nodes engine doubles) or install the upstream reference code,
+the ttnn stand-in, the test/support/fake_engines doubles) or install the upstream reference code,
 which the installed package must not depend on. They run from a source checkout:
 `.venv/bin/python benchmarks/<name>.py`.
 

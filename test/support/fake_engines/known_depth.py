@@ -1,0 +1,66 @@
+"""Test double for the network ONLY: an Engine returning a known raw depth (closed-form geometry).
+
+Selected in the node exclusively through the documented test and integration parameter
+`engine_plugin: 'support.fake_engines.known_depth:KnownDepthEngine'` (never automatically).
+Everything around the network - decoding, intrinsics, resizing, metric scale, clouds, messages - is
+the real code path. raw(v, u) = base + gx * u + gy * v on the network grid; rows < sky_rows get sky
+score 1.0. `delay_s` sleeps per infer (sets the engine rate for overload tests); `fail_prepare`
+makes the first n prepare() calls in this process raise (lifecycle error/recovery tests). Closing it
+while an infer is running prints 'known-depth: CLOSED DURING INFER' (what a node must never do).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
+
+_FAILS = {'prepare': 0}
+_LOCK = threading.Lock()
+
+
+class KnownDepthEngine(Engine):
+    """Engine double with analytic output."""
+
+    def __init__(self, base: float = 2.0, gx: float = 0.0, gy: float = 0.0, sky_rows: int = 0,
+                 delay_s: float = 0.0, fail_prepare: int = 0) -> None:
+        self.base, self.gx, self.gy = float(base), float(gx), float(gy)
+        self.sky_rows, self.delay_s = int(sky_rows), float(delay_s)
+        self.fail_prepare = int(fail_prepare)
+        self.prepared: list = []
+        self.closed = False
+        self.inferring = False
+        self._timings = {}
+
+    def prepare(self, shape):
+        with _LOCK:
+            if _FAILS['prepare'] < self.fail_prepare:
+                _FAILS['prepare'] += 1
+                raise RuntimeError(f'injected prepare failure #{_FAILS["prepare"]}')
+        self.prepared.append(tuple(shape))
+
+    def infer(self, *images):
+        h, w = check_views(images, 1)
+        t0 = time.perf_counter()
+        if self.delay_s:
+            self.inferring = True
+            time.sleep(self.delay_s)
+            self.inferring = False
+        v, u = np.mgrid[0:h, 0:w].astype(np.float32)
+        depth = np.float32(self.base) + np.float32(self.gx) * u + np.float32(self.gy) * v
+        sky = np.zeros((h, w), np.float32)
+        sky[:self.sky_rows] = 1.0
+        self._timings = {'forward': time.perf_counter() - t0}
+        return {'depth': depth.astype(np.float32), 'sky': sky}
+
+    def close(self):
+        if self.inferring:
+            print('known-depth: CLOSED DURING INFER', flush=True)
+        self.closed = True
+
+    @property
+    def info(self):
+        return EngineInfo(backend='test-double', device='cpu', dtype='float32',
+                          model='known-depth')
