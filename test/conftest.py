@@ -1,9 +1,11 @@
 """Test harness: loopback-only ROS 2 for this process and every child, set before rclpy is imported.
 
 The harness (not the nodes: they use the environment they are given) confines everything the tests
-start. A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart; stale Fast DDS
-shared-memory files of killed processes are removed at the end of the run.
+start. A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart, and under pytest-xdist one
+per worker (see harness_domain_id); stale Fast DDS shared-memory files of killed processes are
+removed at the end of the run.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -13,10 +15,32 @@ sys.path.insert(0, str(ROOT / 'test'))
 
 from tt_depth_ros.ros.loopback import apply_loopback_env  # noqa: E402  (no rclpy import inside)
 
+
+def harness_domain_id() -> int | None:
+    """This test process's ROS_DOMAIN_ID in 10..99, or None for apply_loopback_env's per-pid one.
+
+    Under pytest-xdist each worker (PYTEST_XDIST_WORKER gw<i>) gets base + i, wrapped in 10..99,
+    so the workers of one run never share a ROS graph (tests reuse namespaces and /diagnostics).
+    The base is TT_DEPTH_ROS_TEST_DOMAIN_BASE (scripts/run_tests.sh gives concurrent pytest runs
+    disjoint ranges; it applies to a run without xdist too), else derived from xdist's per-run id.
+    """
+    base = os.environ.get('TT_DEPTH_ROS_TEST_DOMAIN_BASE', '').strip()
+    worker = os.environ.get('PYTEST_XDIST_WORKER', '')
+    if not base and not worker:
+        return None
+    if not base:
+        base = str(10 + int(os.environ.get('PYTEST_XDIST_TESTRUNUID', '0')[:8] or '0', 16) % 90)
+    index = int(worker[2:]) if worker.startswith('gw') else 0
+    return 10 + (int(base) - 10 + index) % 90
+
+
 apply_loopback_env(keep_domain=False)
+if (_domain := harness_domain_id()) is not None:
+    os.environ['ROS_DOMAIN_ID'] = str(_domain)
 
 from support.procs import clean_stale_fastdds_shm  # noqa: E402
 
 
 def pytest_sessionfinish(session, exitstatus):
-    clean_stale_fastdds_shm()
+    if not os.environ.get('PYTEST_XDIST_WORKER'):   # once per run: xdist's controller, at the end
+        clean_stale_fastdds_shm()
