@@ -38,7 +38,18 @@ apply_loopback_env(keep_domain=False)
 if (_domain := harness_domain_id()) is not None:
     os.environ['ROS_DOMAIN_ID'] = str(_domain)
 
+import pytest  # noqa: E402
+
 from support.procs import clean_stale_fastdds_shm  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's loadgroup reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Full-size model tests (`slow`, up to ~9 GB RAM each) share one xdist group: one at a time."""
+    for item in items:
+        if item.get_closest_marker('slow') and not item.get_closest_marker('xdist_group'):
+            item.add_marker(pytest.mark.xdist_group('full_size'))
+
 
 
 def pytest_sessionfinish(session, exitstatus):
