@@ -5,6 +5,8 @@ start. A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart, and unde
 per worker (see harness_domain_id); stale Fast DDS shared-memory files of killed processes are
 removed at the end of the run.
 """
+import ctypes
+import gc
 import os
 import sys
 from pathlib import Path
@@ -49,6 +51,58 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker('slow') and not item.get_closest_marker('xdist_group'):
             item.add_marker(pytest.mark.xdist_group('full_size'))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`, but a test without an xdist_group goes with the rest of its file.
+
+    A file's tests share module fixtures (a launched node, a probe, a built model): one worker
+    runs the whole file, so they are set up once, as in a serial run. The full-size group starts
+    first (the longest chain of work), then the files in collection order.
+    """
+    if config.getoption('dist') != 'loadgroup':
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class FileOrGroupScheduling(LoadGroupScheduling):
+        _ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return scope if scope != nodeid else nodeid.split('::', 1)[0]
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:
+                self._ordered = True
+                if 'full_size' in self.workqueue:
+                    self.workqueue.move_to_end('full_size', last=False)
+            super()._assign_work_unit(node)
+
+    config.option.loadscopereorder = False
+    return FileOrGroupScheduling(config, log)
+
+
+def _malloc_trim() -> None:
+    try:
+        ctypes.CDLL('libc.so.6').malloc_trim(0)
+    except (OSError, AttributeError):
+        pass    # not glibc
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under xdist, give back to the OS the memory a test (and its module) freed.
+
+    glibc keeps freed heap pages in the process: a worker that ran a full-size model would hold
+    GBs for the rest of the run while the other workers need them.
+    """
+    yield
+    if os.environ.get('PYTEST_XDIST_WORKER'):
+        if (item.get_closest_marker('slow') or nextitem is None
+                or nextitem.module is not item.module):
+            gc.collect()
+        _malloc_trim()
 
 
 
