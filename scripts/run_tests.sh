@@ -2,20 +2,26 @@
 # The README's test command (`make test`; `.ci/run` calls it): set up both ROS 2 distros, lint, run
 # every test on Jazzy and the cross-process ROS tests (marker `ros`) again on Kilted.
 # Fails on any failure and on "no tests ran" (pytest exit 5).
+#
+# Most tests wait (ROS nodes in other processes, lifecycle transitions, timeouts) rather than
+# compute, so both distros' runs go at once, each spread over pytest-xdist workers (every worker
+# its own ROS domain: test/conftest.py). The tests marked `serial` (timing bounds that CPU load
+# would stretch) then run one at a time with nothing else running.
+#   TT_TEST_WORKERS_JAZZY / TT_TEST_WORKERS_KILTED   -> workers per distro (default 3 and 2)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 t0=$(date +%s)
-
-scripts/bootstrap.sh jazzy
-scripts/bootstrap.sh kilted
+logs="$(mktemp -d "${TMPDIR:-/tmp}/tt_depth_ros_tests.XXXXXX")"
+trap 'rm -rf "$logs"' EXIT
 
 # The ttnn conformance check and the real-library dry run (test/ttnn_dryrun: the engine on a mock
 # p150 through the real ttnn 0.81.1 wheel, cp312 only) share one cached side virtualenv (ttnn +
 # numpy, no torch) plus the dry run's RISC-V compiler stand-in; create it here, while the network
 # is still reachable. In CI (CI=true) a missing Python 3.12 is an error, never a skip.
-echo "== ttnn side environment (.venv-ttnn: conformance + dry run)"
-.venv/bin/python - <<'PY'
+ttnn_side_env() {
+  echo "== ttnn side environment (.venv-ttnn: conformance + dry run)"
+  .venv/bin/python - <<'PY'
 import os
 import sys
 sys.path.insert(0, 'test/ttnn_dryrun')
@@ -27,6 +33,23 @@ except environment.ConformanceUnavailable as exc:
         sys.exit(f'run_tests: the ttnn dry run and conformance check cannot run in CI: {exc}')
     print(f'!!! ttnn conformance and dry run will be skipped: {exc}')
 PY
+}
+
+# The environments are independent (pip installs and two small CMake builds each): build them at
+# once, Kilted beside Jazzy followed by the ttnn side venv (which runs in .venv). Logs in order.
+echo "== environments (bootstrap jazzy + ttnn side env | bootstrap kilted, concurrently)"
+( scripts/bootstrap.sh jazzy && ttnn_side_env ) >"$logs/env-jazzy.log" 2>&1 &
+env_jazzy=$!
+scripts/bootstrap.sh kilted >"$logs/env-kilted.log" 2>&1 &
+env_kilted=$!
+rc_j=0; rc_k=0
+wait "$env_jazzy" || rc_j=$?
+wait "$env_kilted" || rc_k=$?
+cat "$logs/env-jazzy.log" "$logs/env-kilted.log"
+if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then
+  echo "run_tests: environment setup failed (jazzy+ttnn exit $rc_j, kilted exit $rc_k)" >&2
+  exit 1
+fi
 
 echo "== lint (ruff)"
 .venv/bin/ruff check .
@@ -41,17 +64,45 @@ else
   echo "run_tests: no network namespace available; relying on the loopback-only ROS settings"
 fi
 
-run_pytest() {  # <venv> <label> <pytest args...>
-  local venv="$1" label="$2"; shift 2
+# Each pytest run gets its own range of ROS domains (test/conftest.py: base + worker index, within
+# 10..99), so the runs that go at once never share a ROS graph, not even through Fast DDS shared
+# memory (one /dev/shm for every network namespace). The base changes from one `make test` to the
+# next (this shell's pid) as the per-run domain always did; Kilted's range is Jazzy's + 45.
+domain_j=$(( 10 + $$ % 45 ))
+domain_k=$(( domain_j + 45 ))
+run_pytest() {  # <venv> <label> <domain base> <pytest args...>
+  local venv="$1" label="$2" base="$3"; shift 3
+  local start rc
+  start=$(date +%s)
   echo "== pytest [$label] $*"
   set +e
-  "${isolate[@]}" "$venv/bin/python" -m pytest --durations=25 "$@"
-  local rc=$?
+  TT_DEPTH_ROS_TEST_DOMAIN_BASE="$base" "${isolate[@]}" "$venv/bin/python" -m pytest \
+    --durations=25 "$@"
+  rc=$?
   set -e
-  if [[ $rc -eq 5 ]]; then echo "run_tests: no tests ran [$label]" >&2; exit 1; fi
-  if [[ $rc -ne 0 ]]; then echo "run_tests: pytest failed [$label] (exit $rc)" >&2; exit "$rc"; fi
+  echo "run_tests: pytest [$label] exit $rc after $(( $(date +%s) - start )) s"
+  if [[ $rc -eq 5 ]]; then echo "run_tests: no tests ran [$label]" >&2; return 1; fi
+  if [[ $rc -ne 0 ]]; then echo "run_tests: pytest failed [$label] (exit $rc)" >&2; return "$rc"; fi
 }
 
-run_pytest .venv jazzy test
-run_pytest .venv-kilted kilted -m ros test
+workers_j="${TT_TEST_WORKERS_JAZZY:-3}"
+workers_k="${TT_TEST_WORKERS_KILTED:-2}"
+# A crashed worker (e.g. killed for memory) fails the run instead of being replaced.
+xdist_j=(-n "$workers_j" --dist loadgroup --max-worker-restart=0)
+xdist_k=(-n "$workers_k" --dist loadgroup --max-worker-restart=0)
+
+# 1. In parallel: every test but the `serial` ones on Jazzy (output live) and, at the same time,
+#    the `ros` ones on Kilted (output printed when it ends).
+run_pytest .venv-kilted kilted "$domain_k" "${xdist_k[@]}" -m 'ros and not serial' test \
+  >"$logs/kilted.log" 2>&1 &
+kilted=$!
+rc_j=0; rc_k=0
+run_pytest .venv jazzy "$domain_j" "${xdist_j[@]}" -m 'not serial' test || rc_j=$?
+wait "$kilted" || rc_k=$?
+cat "$logs/kilted.log"
+if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then exit 1; fi
+
+# 2. Alone, one at a time: the `serial` tests on Jazzy, then their `ros` ones on Kilted.
+run_pytest .venv jazzy-serial "$domain_j" -m serial test
+run_pytest .venv-kilted kilted-serial "$domain_k" -m 'ros and serial' test
 echo "run_tests: all passed in $(( $(date +%s) - t0 )) s"

@@ -1,9 +1,13 @@
 """Test harness: loopback-only ROS 2 for this process and every child, set before rclpy is imported.
 
 The harness (not the nodes: they use the environment they are given) confines everything the tests
-start. A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart; stale Fast DDS
-shared-memory files of killed processes are removed at the end of the run.
+start. A unique ROS_DOMAIN_ID per test run keeps concurrent runs apart, and under pytest-xdist one
+per worker (see harness_domain_id); stale Fast DDS shared-memory files of killed processes are
+removed at the end of the run.
 """
+import ctypes
+import gc
+import os
 import sys
 from pathlib import Path
 
@@ -13,10 +17,95 @@ sys.path.insert(0, str(ROOT / 'test'))
 
 from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402  (no rclpy import inside)
 
+
+def harness_domain_id() -> int | None:
+    """This test process's ROS_DOMAIN_ID in 10..99, or None for apply_loopback_env's per-pid one.
+
+    Under pytest-xdist each worker (PYTEST_XDIST_WORKER gw<i>) gets base + i, wrapped in 10..99,
+    so the workers of one run never share a ROS graph (tests reuse namespaces and /diagnostics).
+    The base is TT_DEPTH_ROS_TEST_DOMAIN_BASE (scripts/run_tests.sh gives concurrent pytest runs
+    disjoint ranges; it applies to a run without xdist too), else derived from xdist's per-run id.
+    """
+    base = os.environ.get('TT_DEPTH_ROS_TEST_DOMAIN_BASE', '').strip()
+    worker = os.environ.get('PYTEST_XDIST_WORKER', '')
+    if not base and not worker:
+        return None
+    if not base:
+        base = str(10 + int(os.environ.get('PYTEST_XDIST_TESTRUNUID', '0')[:8] or '0', 16) % 90)
+    index = int(worker[2:]) if worker.startswith('gw') else 0
+    return 10 + (int(base) - 10 + index) % 90
+
+
 apply_loopback_env(keep_domain=False)
+if (_domain := harness_domain_id()) is not None:
+    os.environ['ROS_DOMAIN_ID'] = str(_domain)
+
+import pytest  # noqa: E402
 
 from support.procs import clean_stale_fastdds_shm  # noqa: E402
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist's loadgroup reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Full-size model tests (`slow`, up to ~9 GB RAM each) share one xdist group: one at a time."""
+    for item in items:
+        if item.get_closest_marker('slow') and not item.get_closest_marker('xdist_group'):
+            item.add_marker(pytest.mark.xdist_group('full_size'))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`, but a test without an xdist_group goes with the rest of its file.
+
+    A file's tests share module fixtures (a launched node, a probe, a built model): one worker
+    runs the whole file, so they are set up once, as in a serial run. The full-size group starts
+    first (the longest chain of work), then the files in collection order.
+    """
+    if config.getoption('dist') != 'loadgroup':
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class FileOrGroupScheduling(LoadGroupScheduling):
+        _ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return scope if scope != nodeid else nodeid.split('::', 1)[0]
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:
+                self._ordered = True
+                if 'full_size' in self.workqueue:
+                    self.workqueue.move_to_end('full_size', last=False)
+            super()._assign_work_unit(node)
+
+    config.option.loadscopereorder = False
+    return FileOrGroupScheduling(config, log)
+
+
+def _malloc_trim() -> None:
+    try:
+        ctypes.CDLL('libc.so.6').malloc_trim(0)
+    except (OSError, AttributeError):
+        pass    # not glibc
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under xdist, give back to the OS the memory a test (and its module) freed.
+
+    glibc keeps freed heap pages in the process: a worker that ran a full-size model would hold
+    GBs for the rest of the run while the other workers need them.
+    """
+    yield
+    if os.environ.get('PYTEST_XDIST_WORKER'):
+        if (item.get_closest_marker('slow') or nextitem is None
+                or nextitem.module is not item.module):
+            gc.collect()
+        _malloc_trim()
+
+
+
 def pytest_sessionfinish(session, exitstatus):
-    clean_stale_fastdds_shm()
+    if not os.environ.get('PYTEST_XDIST_WORKER'):   # once per run: xdist's controller, at the end
+        clean_stale_fastdds_shm()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.colcon_ws import build_workspace, colcon_executable
+from support.colcon_ws import colcon_executable, shared_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,12 +101,12 @@ def test_every_console_script_resolves_to_a_callable():
         assert callable(obj), f'console script {name} -> {target} is not callable'
 
 
-def test_colcon_build_installs_scripts_and_share_files(tmp_path):
+def test_colcon_build_installs_scripts_and_share_files(tmp_path_factory):
     if not colcon_executable().exists():
         pytest.fail('colcon is not installed in the test environment (scripts/bootstrap.sh)')
-    proc = build_workspace(tmp_path)
+    ws, proc = shared_workspace(tmp_path_factory)    # the build the real-launch tests use too
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    prefix = tmp_path / 'install' / 'tt_depth_ros'
+    prefix = ws / 'install' / 'tt_depth_ros'
     for name in _console_scripts():
         assert (prefix / 'lib' / 'tt_depth_ros' / name).is_file(), f'{name}: not in lib/<pkg>'
     share = prefix / 'share' / 'tt_depth_ros'

@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))   # launch_run
 
-from support.colcon_ws import ROOT, build_workspace, sourced_env  # noqa: E402
+from support.colcon_ws import ROOT, shared_workspace, sourced_env  # noqa: E402
 
 NEEDED = ('launch_ros', 'ros2launch', 'ros2cli', 'ros2lifecycle', 'ros2param',
           'composition_interfaces')
@@ -44,8 +44,7 @@ def launch_env(tmp_path_factory) -> dict:
         if launch_system_required():
             pytest.fail(f'CI and checkouts beside ../shared must run the real-launch tests: {why}')
         pytest.skip(why)
-    ws = tmp_path_factory.mktemp('ros_ws')
-    proc = build_workspace(ws)
+    ws, proc = shared_workspace(tmp_path_factory)     # one colcon build per test run
     assert proc.returncode == 0, f'colcon build failed:\n{proc.stdout}\n{proc.stderr}'
     return sourced_env(ws)
 

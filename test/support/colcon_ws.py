@@ -4,9 +4,13 @@
 without the large test data) into <ws>/src/tt_depth_ros and runs `colcon build` there.
 `sourced_env` is the environment after `source <ws>/install/setup.bash` on top of the ROS install
 (here the virtualenv, which holds the ROS wheels and plays the role of /opt/ros/<distro>).
+`shared_workspace` is one such build per test run, shared by the tests (and pytest-xdist workers)
+that need one.
 """
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -35,6 +39,31 @@ def build_workspace(ws: Path, timeout: float = 300.0) -> subprocess.CompletedPro
     return subprocess.run([str(colcon_executable()), 'build', '--event-handlers',
                            'console_direct-'], cwd=ws, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, 'PATH': ros_path()})
+
+
+def shared_workspace(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """(workspace, its build) built once per test run: the first test that needs it builds it.
+
+    The workspace lies in the run's base temp folder (above the per-worker ones of pytest-xdist);
+    a file lock makes the other workers wait for that one build and then reuse it, failed or not.
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get('PYTEST_XDIST_WORKER'):
+        base = base.parent          # <run>/popen-gw<i> -> <run>: the same for every worker
+    ws, record = base / 'colcon_ws', base / 'colcon_ws.build.json'
+    with open(base / 'colcon_ws.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not record.exists():
+                ws.mkdir(exist_ok=True)
+                proc = build_workspace(ws)
+                record.write_text(json.dumps({'args': proc.args, 'returncode': proc.returncode,
+                                              'stdout': proc.stdout, 'stderr': proc.stderr}))
+            done = json.loads(record.read_text())
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return ws, subprocess.CompletedProcess(done['args'], done['returncode'], done['stdout'],
+                                           done['stderr'])
 
 
 def ros_path() -> str:

@@ -136,6 +136,7 @@ def test_compressed_bomb_is_rejected_from_its_header(probe):
         assert proc.poll() is None
 
 
+@pytest.mark.serial   # an engine at 5 Hz against inputs at 2 and 40 Hz: rates need the CPU
 def test_diagnostics_warn_when_the_drop_rate_exceeds_the_parameter(probe):
     ns, node = '/guard_drops', '/guard_drops/depth_node'
     params = {'engine_plugin': KNOWN_ENGINE, 'engine_plugin_args': '{"delay_s": 0.2}',

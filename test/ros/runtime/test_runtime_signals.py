@@ -31,7 +31,8 @@ from support.procs import catches_signal, spawn, stop, wait_for
 from support.rosutil import KNOWN_ENGINE, RELIABLE, RosProbe, child_env, depth_node_cmd
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
-pytestmark = pytest.mark.ros
+# serial: exit-time bounds after signals, and 100 node processes started four at a time
+pytestmark = [pytest.mark.ros, pytest.mark.serial]
 BURSTS_DOUBLE, BURSTS_TORCH, PARALLEL = 100, 4, 4
 EXIT_BOUND_S = 8.0      # first signal -> process gone (the node's own budget is 4 s)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
