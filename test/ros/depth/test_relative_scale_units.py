@@ -79,7 +79,7 @@ def _node(kind, **params):
          'camera_height_m': 0.0, 'camera_height_frame': ''}
     p.update(params)
     details = {'kind': kind} if kind != 'metric' else {'is_metric': True}
-    return SimpleNamespace(p=p, engine=SimpleNamespace(info=SimpleNamespace(details=details)))
+    return SimpleNamespace(params=p, engine=SimpleNamespace(info=SimpleNamespace(details=details)))
 
 
 @pytest.mark.parametrize('kind, params, match', [
