@@ -64,7 +64,7 @@ def _recorded(path):
 
 
 @pytest.mark.ros
-@pytest.mark.serial   # rate, loop and clock timing: a recorder that misses a frame under load fails it
+@pytest.mark.serial   # rate, loop and clock timing: a loaded recorder can miss a frame
 def test_round_trip_bytes_rate_remap_loops_clock(bag, tmp_path):
     out = tmp_path / 'recorded'
     count = FRAMES * LOOPS
