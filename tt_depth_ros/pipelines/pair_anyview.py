@@ -38,6 +38,7 @@ from tt_depth_ros.geometry.pnp import PoseResult
 from tt_depth_ros.geometry.ray_pnp import relative_pose_from_rays
 from tt_depth_ros.geometry.scale import ScaleResult
 from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.pipelines.depth import mean_focal
 from tt_depth_ros.pipelines.pair_dust3r import PairOutputs, PairPipeline, PairSettings
 
 ANYVIEW_PAIR_MODELS = registry.names(kinds=registry.MULTI_VIEW_KINDS)
@@ -63,10 +64,6 @@ def decoder_pose(extrinsics, focal_source: str) -> PoseResult:
                           focal_source=focal_source)
     return PoseResult(False, 'the camera decoder returned no valid rotation',
                       focal_source=focal_source)
-
-
-def _focal(K: np.ndarray) -> float:
-    return (float(K[0, 0]) + float(K[1, 1])) / 2.0
 
 
 class AnyviewPairResult(PairOutputs):
@@ -192,7 +189,7 @@ class AnyviewPairPipeline(PairPipeline):
         else:
             pose = decoder_pose(out['extrinsics'], source)
         if self.metric_model:
-            c = float(np.mean([_focal(Ks[i]) / _focal(K_est[i]) for i in range(2)]))
+            c = float(np.mean([mean_focal(Ks[i]) / mean_focal(K_est[i]) for i in range(2)]))
             depth = [d * np.float32(c) for d in depth]
             if pose.success:
                 pose = dataclasses.replace(pose, t=pose.t * c)

@@ -33,7 +33,7 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.cancel import BuildCancelled, CancelToken
 from tt_depth_ros.engines.weights import WeightsUnavailableError
-from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore, InfoMatch
+from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore
 from tt_depth_ros.ros.runtime.camera_views import CameraView, CameraViews
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
 from tt_depth_ros.ros.runtime.diagnostics import NodeStats, diagnostic_array
@@ -310,14 +310,6 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Cache CameraInfos of `topic` under `key` by stamp (invalid ones cached as errors)."""
         return self.inputs.subscribe_camera_info(
             topic, lambda msg: self.camera_views.on_camera_info(key, topic, msg))
-
-    def camera_info_match(self, key: str, stamp) -> InfoMatch | str | None:
-        """The CameraInfo for an image of `key` with header stamp `stamp` (camera_info_sync).
-
-        Returns None (already reported) when the frame must be skipped, 'none' when no
-        CameraInfo arrived at all and camera_info_mode is 'default_focal', else an InfoMatch.
-        """
-        return self.camera_views.match(key, stamp)
 
     def camera_view(self, key: str, rgb: np.ndarray, stamp,
                     fallback: str = 'using the default focal; the metric scale is unreliable'
