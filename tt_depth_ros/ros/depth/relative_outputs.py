@@ -166,7 +166,7 @@ class RelativeNestedOutputs:
             self.pubs['depth_relative'].publish(depth_image_msg(depth, header))
             self.pubs['depth_relative/camera_info'].publish(camera_info_for(K, w, h, header, tx))
             self._cloud('points_relative', depth, mask, K, header, frame.image)
-            scale, fit = self._frame_scale(header, depth, mask, K)
+            scale, fit = self._frame_scale(header, depth, mask, K, info)
             info.update(scale_source=scale.source, scale=scale.value,
                         scale_support=scale.support, scale_spread=round(scale.spread, 5),
                         units='metres' if scale.metric else 'model units (relative)')
@@ -208,8 +208,12 @@ class RelativeNestedOutputs:
         return figures
 
     def _frame_scale(self, header, depth: np.ndarray, mask: np.ndarray,
-                     K: np.ndarray) -> FrameScale:
-        """The metric scale of this frame from `scale_source` (no scale: the reason why)."""
+                     K: np.ndarray, info: dict) -> FrameScale:
+        """The metric scale of this frame from `scale_source` (no scale: the reason why).
+
+        A height read from /tf goes into this frame's `info`, so /diagnostics shows it together
+        with the scale it produced, never next to the previous frame's scale.
+        """
         p = self.node.params
         height_m = p['camera_height_m']
         if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
@@ -217,8 +221,7 @@ class RelativeNestedOutputs:
             if height.metres is None:
                 return FrameScale(ScaleResult('camera_height', None, height.why_not), None)
             height_m = height.metres
-            with self._lock:
-                self._info['camera_height_m'] = round(height_m, 4)
+            info['camera_height_m'] = round(height_m, 4)
         settings = RelativeScaleSettings(p['scale_source'], p['min_scale_support'], height_m,
                                          p['ground_max_tilt_deg'], p['ground_tolerance'],
                                          p['ground_min_inlier_ratio'])
