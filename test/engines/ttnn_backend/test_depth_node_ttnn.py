@@ -16,7 +16,8 @@ from support.da3_fixtures import DATA, tiny_state_dict, write_safetensors
 from support.procs import spawn, wait_for
 from support.rosutil import RosProbe, child_env, depth_node_cmd, node_script
 
-pytestmark = pytest.mark.ros
+# What this adds over the torch node tests is the engine (ROS-free); Kilted runs those.
+pytestmark = [pytest.mark.ros, pytest.mark.one_distro]
 NS = '/ttnn_e2e'
 K_IMG = [500.0, 0.0, 319.5, 0.0, 505.0, 239.5, 0.0, 0.0, 1.0]
 

@@ -98,7 +98,7 @@ def test_accuracy_against_ground_truth_engine(bag, tmp_path, scale):
     assert r['backend']['reported'] == 'test-double'
 
 
-TRAJECTORY_ENGINES = ('dust3r-tiny', 'da3-anyview-tiny', 'da3-anyview-tiny@3')
+TRAJECTORY_ENGINES = ('dust3r-tiny', 'da3-anyview-tiny@3')
 
 
 def test_trajectory_engine_specs_reach_the_pair_node_command():
@@ -115,6 +115,7 @@ def test_trajectory_engine_specs_reach_the_pair_node_command():
                    bt._node_cmd('dust3r-tiny', 2, '', 'torch-cpu', 112, '/i', '/c', '/n'))
 
 
+@pytest.mark.one_distro   # the pair node on Kilted: test/ros/pair; the report: the tiny-model test
 def test_trajectory_section_per_engine(bag, tmp_path):
     out = tmp_path / 'traj'
     log = _bench(['--bag', str(bag), '--out', str(out), '--name', 'traj', '--rates', '4',
@@ -139,7 +140,7 @@ def test_trajectory_section_per_engine(bag, tmp_path):
     for spec in TRAJECTORY_ENGINES[1:]:     # the camera decoder always gives a pose
         t = r['trajectory'][spec]
         assert t['poses'] == 6 and t['ate_rmse_m'] is not None and t['ate_rmse_m'] >= 0
-        assert ('window_size:=3' in t['node_command']) == spec.endswith('@3')
+        assert 'window_size:=3' in t['node_command']
     dust3r = r['trajectory']['dust3r-tiny']    # random weights: PnP may find no pose
     if dust3r['poses'] < 3:
         assert dust3r['ate_rmse_m'] is None and 'at least 3' in dust3r['ate_note']
