@@ -48,7 +48,9 @@ fi
 echo "bootstrap[$distro]: building $venv with $($py --version)"
 "$py" -m venv "$venv"
 # pip warns once per package about the machine's absent local index folders: filter only those.
-pipi() { "$venv/bin/python" -m pip install --disable-pip-version-check -q "$@" 2>&1 \
+# --no-compile: byte-compiling every installed file (torch's thousands) took half the install time;
+# Python compiles what is imported on first import instead.
+pipi() { "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile -q "$@" 2>&1 \
            | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 pipi -r "$root/requirements/common.txt" -r "$root/requirements/$distro.txt"
 echo "bootstrap[$distro]: python packages installed ($(elapsed) s)"

@@ -6,7 +6,7 @@
 # Most tests wait (ROS nodes in other processes, lifecycle transitions, timeouts) rather than
 # compute, so both distros' runs go at once, each spread over pytest-xdist workers (every worker
 # its own ROS domain: test/conftest.py). The tests marked `serial` (timing bounds that CPU load
-# would stretch) then run one at a time with nothing else running.
+# would stretch) then run one at a time per distro with nothing else running.
 #   TT_TEST_WORKERS_JAZZY / TT_TEST_WORKERS_KILTED   -> workers per distro (default 3 and 2)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -70,16 +70,38 @@ fi
 # next (this shell's pid) as the per-run domain always did; Kilted's range is Jazzy's + 45.
 domain_j=$(( 10 + $$ % 45 ))
 domain_k=$(( domain_j + 45 ))
+# Full-size rule-v1 checkpoints are generated once per run and shared (test/support/weight_rule.py).
+export TT_DEPTH_ROS_RULE_CACHE="$logs/rule_v1_cache"
+mkdir -p "$logs/timeline"
+# When each worker went idle, from the per-test lines test/conftest.py writes: the run's long pole.
+print_timeline() {  # <label>
+  .venv/bin/python - "$logs/timeline/$1" <<'PY'
+import glob
+import sys
+rows = {}
+for path in glob.glob(sys.argv[1] + '.*.tsv'):
+    with open(path, encoding='utf-8') as f:
+        rows[path.rsplit('.', 2)[1]] = [line.rstrip('\n').split('\t') for line in f]
+if rows:
+    t0 = min(float(r[0]) for lines in rows.values() for r in lines)
+    for worker, lines in sorted(rows.items()):
+        busy = sum(float(e) - float(s) for s, e, _ in lines)
+        last = max(lines, key=lambda r: float(r[1]))
+        print(f'run_tests: worker {worker}: {len(lines)} tests, busy {busy:.0f} s, idle from '
+              f'+{float(last[1]) - t0:.0f} s (last: {last[2]})')
+PY
+}
 run_pytest() {  # <venv> <label> <domain base> <pytest args...>
   local venv="$1" label="$2" base="$3"; shift 3
   local start rc
   start=$(date +%s)
   echo "== pytest [$label] $*"
   set +e
-  TT_DEPTH_ROS_TEST_DOMAIN_BASE="$base" "${isolate[@]}" "$venv/bin/python" -m pytest \
-    --durations=25 "$@"
+  TT_DEPTH_ROS_TEST_DOMAIN_BASE="$base" TT_DEPTH_ROS_TEST_TIMELINE="$logs/timeline/$label" \
+    "${isolate[@]}" "$venv/bin/python" -m pytest --durations=25 "$@"
   rc=$?
   set -e
+  print_timeline "$label"
   echo "run_tests: pytest [$label] exit $rc after $(( $(date +%s) - start )) s"
   if [[ $rc -eq 5 ]]; then echo "run_tests: no tests ran [$label]" >&2; return 1; fi
   if [[ $rc -ne 0 ]]; then echo "run_tests: pytest failed [$label] (exit $rc)" >&2; return "$rc"; fi
@@ -104,7 +126,15 @@ wait "$kilted" || rc_k=$?
 cat "$logs/kilted.log"
 if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then exit 1; fi
 
-# 2. Alone, one at a time: the `serial` tests on Jazzy, then their `ros` ones on Kilted.
-run_pytest .venv jazzy-serial "$domain_j" -m serial test
-run_pytest .venv-kilted kilted-serial "$domain_k" -m 'ros and serial' test
+# 2. With nothing else running: the `serial` tests on Jazzy and, at the same time, their `ros` ones
+#    on Kilted in reverse order, so that at most one test per distro runs and the two distros meet
+#    their heaviest tests (signal bursts, overload) at different times.
+run_pytest .venv-kilted kilted-serial "$domain_k" --reverse-order -m 'ros and serial' test \
+  >"$logs/kilted-serial.log" 2>&1 &
+kilted=$!
+rc_j=0; rc_k=0
+run_pytest .venv jazzy-serial "$domain_j" -m serial test || rc_j=$?
+wait "$kilted" || rc_k=$?
+cat "$logs/kilted-serial.log"
+if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then exit 1; fi
 echo "run_tests: all passed in $(( $(date +%s) - t0 )) s"

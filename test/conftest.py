@@ -9,6 +9,7 @@ import ctypes
 import gc
 import os
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,9 +46,18 @@ import pytest  # noqa: E402
 from support.procs import clean_stale_fastdds_shm  # noqa: E402
 
 
+def pytest_addoption(parser):
+    parser.addoption('--reverse-order', action='store_true',
+                     help='run the selected tests in reverse collection order (run_tests.sh: the '
+                          "two distros' serial passes run at once and so meet their heaviest tests "
+                          'at different times)')
+
+
 @pytest.hookimpl(tryfirst=True)   # before xdist's loadgroup reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Full-size model tests (`slow`, up to ~9 GB RAM each) share one xdist group: one at a time."""
+    """Full-size model tests (`slow`, up to ~14 GB RAM) share one xdist group: one at a time."""
+    if config.getoption('reverse_order'):
+        items.reverse()
     for item in items:
         if item.get_closest_marker('slow') and not item.get_closest_marker('xdist_group'):
             item.add_marker(pytest.mark.xdist_group('full_size'))
@@ -97,13 +107,26 @@ def pytest_runtest_protocol(item, nextitem):
     glibc keeps freed heap pages in the process: a worker that ran a full-size model would hold
     GBs for the rest of the run while the other workers need them.
     """
+    start = time.time()
     yield
     if os.environ.get('PYTEST_XDIST_WORKER'):
         if (item.get_closest_marker('slow') or nextitem is None
                 or nextitem.module is not item.module):
             gc.collect()
         _malloc_trim()
+    _log_timeline(item.nodeid, start, time.time())
 
+
+def _log_timeline(nodeid: str, start: float, end: float) -> None:
+    """With TT_DEPTH_ROS_TEST_TIMELINE=<folder/prefix>, one line per test and worker (wall clock).
+
+    scripts/run_tests.sh prints from these when each worker went idle: the run's long pole.
+    """
+    prefix = os.environ.get('TT_DEPTH_ROS_TEST_TIMELINE', '').strip()
+    if prefix:
+        worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
+        with open(f'{prefix}.{worker}.tsv', 'a', encoding='utf-8') as f:
+            f.write(f'{start:.3f}\t{end:.3f}\t{nodeid}\n')
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -13,12 +13,12 @@ from support.dust3r_data import (
     pair_u8,
     tiny_state_dict,
 )
+from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.factory import build_engine
 from tt_depth_ros.models.dust3r.checkpoint import load_into
 from tt_depth_ros.models.dust3r.config import LARGE, TINY
 from tt_depth_ros.models.dust3r.model import Dust3r
 from tt_depth_ros.models.layers.rope2d import RoPE2D, grid_positions
-from tt_depth_ros.models.weight_rule import rule_v1_tensor
 
 
 @pytest.fixture(scope='module')
@@ -94,12 +94,11 @@ def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
     """Full ViT-L/Base/DPT from a real-layout rule-v1 safetensors file through build_engine."""
     from safetensors.numpy import save_file
     keys = full_keys()
-    state = {}
+    state = rule_v1_state_dict({k['key']: tuple(k['shape']) for k in keys})
     for k in keys:
-        t = rule_v1_tensor(k['key'], k['shape'])
+        t = state[k['key']]
         assert t.reshape(-1)[:4].tolist() == pytest.approx(k['first4'], abs=0), k['key']
         assert float(t.sum(dtype=np.float64)) == pytest.approx(k['sum'], rel=1e-9, abs=1e-9)
-        state[k['key']] = t
     path = tmp_path / 'model.safetensors'
     save_file(state, str(path))
     del state

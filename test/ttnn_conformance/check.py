@@ -64,8 +64,8 @@ def ensure_venv(venv: Path = VENV) -> Path:
         return py
     base = find_python312()
     subprocess.run([base, '-m', 'venv', '--clear', str(venv)], check=True)
-    subprocess.run([str(py), '-m', 'pip', 'install', '-q', f'ttnn=={TTNN_VERSION}', 'numpy<2'],
-                   check=True)
+    subprocess.run([str(py), '-m', 'pip', 'install', '-q', '--no-compile', f'ttnn=={TTNN_VERSION}',
+                    'numpy<2'], check=True)
     subprocess.run(probe, check=True)
     return py
 

@@ -3,6 +3,9 @@
 Every device op builds `fn(datas) -> [(data, logical_shape, dtype, layout), ...]` over the
 tile-padded input data. Eager: run it now. Capturing: run it on meta tensors for the output
 specs only, allocate NaN placeholders and record `fn` for `execute_trace`.
+
+A placeholder is one NaN broadcast to the output's shape (no memory): a replay replaces it
+rather than writing into it, and a write into it before any replay fails loudly.
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import torch
 
 from .tensor import Tensor
 from .types import DRAM_MEMORY_CONFIG
+
+_NAN = torch.tensor(math.nan)
 
 
 def spec_key(t) -> tuple:
@@ -45,7 +50,7 @@ def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None,
     mc = memory_config if memory_config is not None else DRAM_MEMORY_CONFIG
     if dev._capturing is not None:
         specs = fn([t._data.to('meta') for t in inputs])
-        outs = [Tensor(torch.full(tuple(d.shape), math.nan), shape, dtype, layout,
+        outs = [Tensor(_NAN.expand(tuple(d.shape)), shape, dtype, layout,
                        device=dev, memory_config=mc,
                        buffer=inputs[0]._buffer if view else None)
                 for d, shape, dtype, layout, *_ in specs]

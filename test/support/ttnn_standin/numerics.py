@@ -88,8 +88,15 @@ def pad_to_tiles(x: torch.Tensor, value: float = 0.0) -> torch.Tensor:
     target = padded_dims(tuple(x.shape))
     if target == tuple(x.shape):
         return x.clone()
-    out = torch.full(target, float(value), dtype=torch.float32, device=x.device)
-    out[tuple(slice(0, s) for s in x.shape)] = x
+    out = torch.empty(target, dtype=torch.float32, device=x.device)   # fill only the padding
+    if x.dim() == 1:
+        out[:x.shape[0]] = x
+        out[x.shape[0]:] = value
+        return out
+    h, w = x.shape[-2:]
+    out[..., :h, :w] = x
+    out[..., h:, :] = value
+    out[..., :h, w:] = value
     return out
 
 
