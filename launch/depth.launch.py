@@ -31,6 +31,7 @@ def _node(context):
         write_params_file,
     )
     from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.rviz_launch import rviz_actions
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
@@ -43,7 +44,8 @@ def _node(context):
         package='tt_depth_ros', executable='depth_node', name=get('node_name'),
         namespace=get('camera'), output='screen', parameters=params,
         remappings=[('image', image), ('image/compressed', image + '/compressed'),
-                    ('camera_info', get('camera_info_topic'))])]
+                    ('camera_info', get('camera_info_topic'))])] + rviz_actions(
+        get('rviz'), 'depth.rviz')
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -76,5 +78,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('use_sim_time', default_value='',
                               description='parameter use_sim_time: true = the node clock follows '
                               '/clock'),
+        DeclareLaunchArgument('rviz', default_value='false',
+                              description='true = also start rviz2 with rviz/depth.rviz (one log '
+                              'line instead when rviz2 is not installed)'),
         OpaqueFunction(function=_node),
     ])

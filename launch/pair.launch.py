@@ -35,6 +35,7 @@ def _node(context):
         write_params_file,
     )
     from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.rviz_launch import rviz_actions
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
@@ -51,7 +52,7 @@ def _node(context):
                if src.endswith('image')]
     return [LifecycleNode(package='tt_depth_ros', executable='pair_node', name='pair_node',
                           namespace=get('namespace'), output='screen', parameters=params,
-                          remappings=remaps)]
+                          remappings=remaps)] + rviz_actions(get('rviz'), 'pair.rviz')
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -96,5 +97,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('use_sim_time', default_value='',
                               description='parameter use_sim_time: true = the node clock follows '
                               '/clock'),
+        DeclareLaunchArgument('rviz', default_value='false',
+                              description='true = also start rviz2 with rviz/pair.rviz (one log '
+                              'line instead when rviz2 is not installed)'),
         OpaqueFunction(function=_node),
     ])
