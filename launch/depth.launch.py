@@ -3,7 +3,9 @@
 The node runs in namespace <camera>: it subscribes <camera>/<image_topic> (or
 <camera>/<image_topic>/compressed with input_transport:=compressed) and
 <camera>/<camera_info_topic>, and publishes <camera>/depth, <camera>/depth/camera_info,
-<camera>/points, <camera>/depth/colorized and /diagnostics. Parameters come from the `config` file
+<camera>/points, <camera>/depth/colorized (<camera>/depth/compressedDepth with
+compressed_depth:=true in the config) and /diagnostics; rviz:=true also opens rviz/depth.rviz
+when rviz2 is installed (ros/runtime/rviz_launch.py). Parameters come from the `config` file
 (config/depth.yaml by default); a parameter argument given on the command line overrides it, one
 left out ('') keeps the file's value. It is a launch_ros LifecycleNode; the node's own `autostart`
 parameter brings it to active (the same on Jazzy, later distros and without launch); with

@@ -3,7 +3,8 @@
 Stereo: subscribes <camera1>/<image_topic>, <camera1>/<camera_info_topic> and the same of <camera2>.
 Temporal: subscribes <camera>/<image_topic> and <camera>/<camera_info_topic> (an absolute
 image_topic / camera_info_topic is used as is). With input_transport compressed, <...>/compressed.
-Outputs (points, pose, depth, ...) are relative to `namespace`; /tf is global. Parameters come from
+Outputs (points, pose, depth, ...) are relative to `namespace`; /tf is global. rviz:=true also
+opens rviz/pair.rviz when rviz2 is installed (ros/runtime/rviz_launch.py). Parameters come from
 the `config` file (config/pair.yaml by default); a parameter argument given on the command line
 overrides it, one left out ('') keeps the file's value (mode included: both modes' inputs are
 remapped, the node subscribes those of its mode). The node's own `autostart` parameter brings it
