@@ -115,3 +115,15 @@ def test_a_proxy_is_what_gets_probed(monkeypatch):
     assert hub_reach._target('https://huggingface.co')[:2] == ('huggingface.co', 443)
     with pytest.raises(ValueError, match='HF_ENDPOINT'):
         hub_reach._target('not a url')
+
+
+def test_a_resolver_that_hangs_is_cut_off(monkeypatch):
+    """DNS has no timeout of its own: a probe that does not answer is abandoned at the limit."""
+    def hang(*a, **k):
+        time.sleep(5)
+    monkeypatch.setattr(socket, 'create_connection', hang)
+    t0 = time.monotonic()
+    reach = hub_reach.hub_reach('https://slow-resolver.example', timeout=0.3)
+    assert time.monotonic() - t0 < 1.0
+    assert not reach.ok and reach.reason == 'no answer within 0.3 s'
+    assert hub_reach.hub_reach('https://slow-resolver.example').cached

@@ -19,7 +19,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 PROBE_TIMEOUT_S = 1.5
-"""Longest the probe may take, DNS and connect together (the issue asks for <= 2 s)."""
+"""Longest the probe may take, DNS and connect together (offline is decided within 2 s)."""
 
 _DEFAULT_ENDPOINT = 'https://huggingface.co'
 _answers: dict[tuple[str, int], 'Reach'] = {}
