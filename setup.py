@@ -14,6 +14,8 @@ setup(
         ('share/' + PACKAGE, ['package.xml']),
         ('share/' + PACKAGE + '/launch', glob('launch/*.py')),
         ('share/' + PACKAGE + '/config', glob('config/*.yaml') + glob('config/*.xml')),
+        ('share/' + PACKAGE + '/rviz', glob('rviz/*.rviz')),
+        ('share/' + PACKAGE + '/foxglove', glob('foxglove/*.json')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -3,7 +3,9 @@
 The node runs in namespace <camera>: it subscribes <camera>/<image_topic> (or
 <camera>/<image_topic>/compressed with input_transport:=compressed) and
 <camera>/<camera_info_topic>, and publishes <camera>/depth, <camera>/depth/camera_info,
-<camera>/points, <camera>/depth/colorized and /diagnostics. Parameters come from the `config` file
+<camera>/points, <camera>/depth/colorized (<camera>/depth/compressedDepth with
+compressed_depth:=true in the config) and /diagnostics; rviz:=true also opens rviz/depth.rviz
+when rviz2 is installed (ros/runtime/rviz_launch.py). Parameters come from the `config` file
 (config/depth.yaml by default); a parameter argument given on the command line overrides it, one
 left out ('') keeps the file's value. It is a launch_ros LifecycleNode; the node's own `autostart`
 parameter brings it to active (the same on Jazzy, later distros and without launch); with
@@ -31,6 +33,7 @@ def _node(context):
         write_params_file,
     )
     from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.rviz_launch import rviz_actions
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
@@ -43,7 +46,8 @@ def _node(context):
         package='tt_depth_ros', executable='depth_node', name=get('node_name'),
         namespace=get('camera'), output='screen', parameters=params,
         remappings=[('image', image), ('image/compressed', image + '/compressed'),
-                    ('camera_info', get('camera_info_topic'))])]
+                    ('camera_info', get('camera_info_topic'))])] + rviz_actions(
+        get('rviz'), 'depth.rviz')
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -76,5 +80,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('use_sim_time', default_value='',
                               description='parameter use_sim_time: true = the node clock follows '
                               '/clock'),
+        DeclareLaunchArgument('rviz', default_value='false',
+                              description='true = also start rviz2 with rviz/depth.rviz (one log '
+                              'line instead when rviz2 is not installed)'),
         OpaqueFunction(function=_node),
     ])

@@ -3,7 +3,8 @@
 Stereo: subscribes <camera1>/<image_topic>, <camera1>/<camera_info_topic> and the same of <camera2>.
 Temporal: subscribes <camera>/<image_topic> and <camera>/<camera_info_topic> (an absolute
 image_topic / camera_info_topic is used as is). With input_transport compressed, <...>/compressed.
-Outputs (points, pose, depth, ...) are relative to `namespace`; /tf is global. Parameters come from
+Outputs (points, pose, depth, ...) are relative to `namespace`; /tf is global. rviz:=true also
+opens rviz/pair.rviz when rviz2 is installed (ros/runtime/rviz_launch.py). Parameters come from
 the `config` file (config/pair.yaml by default); a parameter argument given on the command line
 overrides it, one left out ('') keeps the file's value (mode included: both modes' inputs are
 remapped, the node subscribes those of its mode). The node's own `autostart` parameter brings it
@@ -35,6 +36,7 @@ def _node(context):
         write_params_file,
     )
     from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.rviz_launch import rviz_actions
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
@@ -51,7 +53,7 @@ def _node(context):
                if src.endswith('image')]
     return [LifecycleNode(package='tt_depth_ros', executable='pair_node', name='pair_node',
                           namespace=get('namespace'), output='screen', parameters=params,
-                          remappings=remaps)]
+                          remappings=remaps)] + rviz_actions(get('rviz'), 'pair.rviz')
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -96,5 +98,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('use_sim_time', default_value='',
                               description='parameter use_sim_time: true = the node clock follows '
                               '/clock'),
+        DeclareLaunchArgument('rviz', default_value='false',
+                              description='true = also start rviz2 with rviz/pair.rviz (one log '
+                              'line instead when rviz2 is not installed)'),
         OpaqueFunction(function=_node),
     ])

@@ -16,6 +16,8 @@ import pytest
 
 from support.da3_fixtures import load_png_rgb, tiny_state_dict, write_safetensors
 from tt_depth_ros.engines import registry as R
+from tt_depth_ros.engines import weights as W
+from tt_depth_ros.engines.hub_reach import Reach
 from tt_depth_ros.engines.registry import WeightSpec
 from tt_depth_ros.engines.weights import WeightsUnavailableError, resolve_weights
 
@@ -44,6 +46,15 @@ def _lay_out(cache: Path, repo: str, rev: str, src: Path, symlink: bool = True) 
 @pytest.fixture()
 def tiny_file(tmp_path):
     return write_safetensors(tiny_state_dict(), tmp_path / 'tiny.safetensors')
+
+
+@pytest.fixture(autouse=True)
+def hub_up(monkeypatch):
+    """The hub counts as reachable: the download stand-ins below replace the network.
+
+    The offline probe itself is tested in test_hub_reach.py.
+    """
+    monkeypatch.setattr(W, 'hub_reach', lambda endpoint=None: Reach(True, 'stand-in:443'))
 
 
 def _set_weights(monkeypatch, name: str, spec: WeightSpec) -> None:
@@ -127,7 +138,7 @@ def test_download_failure_and_success(tmp_path, tiny_file, pinned, monkeypatch):
 
     calls = []
 
-    def fake_download(repo_id, filename, revision, cache_dir):
+    def fake_download(repo_id, filename, revision, cache_dir, **_):
         calls.append((repo_id, filename, revision))
         return str(_lay_out(Path(cache_dir), repo_id, revision, tiny_file))
     monkeypatch.setattr(huggingface_hub, 'hf_hub_download', fake_download)
@@ -228,7 +239,7 @@ def test_prefix_model_downloads_the_default_branch_and_verifies(tmp_path, tiny_f
                                                                 prefix_only, monkeypatch):
     calls = []
 
-    def fake_download(repo_id, filename, revision, cache_dir):
+    def fake_download(repo_id, filename, revision, cache_dir, **_):
         calls.append((repo_id, filename, revision))
         return str(_lay_out(Path(cache_dir), repo_id, REV, tiny_file))
     monkeypatch.setattr(huggingface_hub, 'hf_hub_download', fake_download)
@@ -241,7 +252,7 @@ def test_prefix_mismatch_after_download_is_an_error(tmp_path, tiny_file, prefix_
     other = _corrupt(tiny_file, tmp_path)
     cache = tmp_path / 'hub'
     monkeypatch.setattr(huggingface_hub, 'hf_hub_download',
-                        lambda repo_id, filename, revision, cache_dir:
+                        lambda repo_id, filename, revision, cache_dir, **_:
                         str(_lay_out(Path(cache_dir), repo_id, REV, other)))
     with pytest.raises(WeightsUnavailableError, match='only the first 12 hex digits') as e:
         resolve_weights('da3mono-large', cache_dir=cache, offline=False)
@@ -252,7 +263,7 @@ def test_prefix_mismatch_after_download_is_an_error(tmp_path, tiny_file, prefix_
 def test_published_prefix_rejects_another_file(tmp_path, tiny_file, monkeypatch):
     """The real registry entry: a file that is not the authors' is refused, naming the prefix."""
     monkeypatch.setattr(huggingface_hub, 'hf_hub_download',
-                        lambda repo_id, filename, revision, cache_dir:
+                        lambda repo_id, filename, revision, cache_dir, **_:
                         str(_lay_out(Path(cache_dir), repo_id, REV, tiny_file)))
     with pytest.raises(WeightsUnavailableError, match='7a799a7f95eb') as e:
         resolve_weights('da3mono-large', cache_dir=tmp_path / 'hub', offline=False)

@@ -9,7 +9,10 @@ engines/registry.py:
    the requested revision, else the pinned one, else - for a model whose content hash is known -
    the default branch ('main').
 3. `huggingface_hub.hf_hub_download` at that revision - unless offline (`offline=True`, or
-   HF_HUB_OFFLINE set when `offline` is None).
+   HF_HUB_OFFLINE set when `offline` is None), or the hub host (HF_ENDPOINT, or the proxy that
+   carries it) does not resolve or connect: engines/hub_reach.py probes that once per process
+   in <= 1.5 s, and the lookup then logs one line ("offline: ...") and raises at once instead
+   of running huggingface_hub's retry loop (five retries with back-off, ~25 s per file).
 
 A cached or downloaded file is checked against the registry's SHA-256 whenever one is known,
 whatever the revision (the hash pins the file; cheap when the blob is named by its hash, as
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Optional
 
 from tt_depth_ros.engines import registry
+from tt_depth_ros.engines.hub_reach import hub_endpoint, hub_reach
 from tt_depth_ros.engines.registry import WeightSpec
 
 DEFAULT_BRANCH = 'main'
@@ -146,12 +150,24 @@ def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
         raise WeightsUnavailableError(
             f'{model_name}: {spec.note}. Pass revision=<commit of {spec.repo_id}> or an explicit '
             'weights path.')
+    endpoint = hub_endpoint()
+    reach = hub_reach(endpoint)
+    if not reach.ok:
+        line = (f'offline: the Hugging Face hub {endpoint} is unreachable ({reach.target}: '
+                f'{reach.reason}, decided in {reach.seconds:.1f} s); using the local cache only, '
+                'no download retries (HF_HUB_OFFLINE=1 skips this check)')
+        if not reach.cached:
+            _log.warning(line)
+        raise WeightsUnavailableError(
+            f'{line}. {spec.repo_id}/{spec.filename}@{rev} is not in the cache {cache}: fetch it '
+            f'on a connected machine with {how} and copy the cache, or pass weights=/path/to/'
+            f'{spec.filename}.')
     try:
         from huggingface_hub import hf_hub_download
 
         _log.info(f'downloading {spec.repo_id}/{spec.filename}@{rev} into {cache}')
         got = Path(hf_hub_download(spec.repo_id, spec.filename, revision=rev,
-                                   cache_dir=str(cache)))
+                                   cache_dir=str(cache), endpoint=endpoint))
     except Exception as e:  # network, auth, missing revision: all end the same way
         raise WeightsUnavailableError(
             f'could not download {spec.repo_id}/{spec.filename}@{rev}: '

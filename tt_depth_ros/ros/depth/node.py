@@ -6,23 +6,26 @@ binning/ROI, scaled explicitly to the image size; rectified when D != 0) and run
 path (pipelines/depth.py: upstream resize to the network grid, engine, metres from the focal AT
 NETWORK RESOLUTION, sky (+Inf) and out-of-range depth, optional resample to camera resolution),
 then publishes `depth` (32FC1 m / 16UC1 mm), `depth/camera_info` (same size as the depth image),
-`points` (organized, depth_image_proc layout) and optionally `depth/colorized`, all with the input
-header. The other DA3 kinds (any-view, mono, NESTED) run the same frame path and publish what
-ros/depth/relative_outputs.py lists; this file holds only the ROS work.
+`points` (organized, depth_image_proc layout) and optionally `depth/colorized` and
+`depth/compressedDepth` (image_transport's compressedDepth PNG, ros/msgs/compressed_depth.py),
+all with the input header. The other DA3 kinds (any-view, mono, NESTED) run the same frame path
+and publish what ros/depth/relative_outputs.py lists; this file holds only the ROS work.
 """
 from __future__ import annotations
 
 import time
 
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from tt_depth_ros.geometry.colorize import colorize_depth
 from tt_depth_ros.geometry.metric_depth import SKY_MODES
 from tt_depth_ros.pipelines.depth import DA3FramePath, DepthFrame, FrameOptions
+from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg
+from tt_depth_ros.ros.msgs.compressed_depth import compressed_depth_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
@@ -64,7 +67,7 @@ DEPTH_PARAMS = (
               runtime=True),
     ParamSpec('colorized_max_m', 0.0, 'Far end of the preview colour scale; 0 = per frame.',
               float_range=(0.0, 1e6), runtime=True),
-) + FAMILY_DEPTH_PARAMS
+) + COMPRESSED_DEPTH_PARAMS + FAMILY_DEPTH_PARAMS
 
 
 class DepthNode(PerceptionLifecycleNode):
@@ -73,6 +76,7 @@ class DepthNode(PerceptionLifecycleNode):
     def __init__(self, node_name: str = 'depth_node', **kwargs) -> None:
         """Declare parameters; nothing heavy happens before configure."""
         self._pub_depth = self._pub_info = self._pub_points = self._pub_color = None
+        self._pub_compressed = None     # depth/compressedDepth, with compressed_depth:=true
         self._cloud_buffer = CloudBuffer()     # the worker publishes each cloud at once
         self.frame_path: DA3FramePath | None = None
         self.relative_nested: RelativeNestedOutputs | None = None   # any-view / NESTED / mono
@@ -119,11 +123,12 @@ class DepthNode(PerceptionLifecycleNode):
                             output=p['output_resolution'], nested_focal_rescale=True)
 
     def create_outputs(self) -> None:
-        """Lifecycle publishers: depth, depth/camera_info, points, depth/colorized."""
+        """Publishers: depth (+ compressedDepth if set), depth/camera_info, points, colorized."""
         if self.relative_nested is not None:
             self.relative_nested.create_outputs(self.add_publisher)
             return
         self._pub_depth = self.add_publisher(Image, 'depth')
+        self._pub_compressed = self.compressed_depth_publisher(self.add_publisher)
         self._pub_info = self.add_publisher(CameraInfo, 'depth/camera_info')
         self._pub_points = self.add_publisher(PointCloud2, 'points')
         self._pub_color = self.add_publisher(Image, 'depth/colorized')
@@ -178,6 +183,7 @@ class DepthNode(PerceptionLifecycleNode):
         depth, K = frame.depth, frame.K
         h, w = depth.shape
         self._pub_depth.publish(depth_image_msg(depth, header, self.params['depth_encoding']))
+        self.publish_compressed_depth(self._pub_compressed, depth, header)
         self._pub_info.publish(camera_info_for(K, w, h, header, tx=frame.tx))
         if self.params['points_enable'] and self._pub_points.get_subscription_count() > 0:
             rgb = frame.image if self.params['points_format'] == 'xyzrgb' else None
@@ -189,6 +195,26 @@ class DepthNode(PerceptionLifecycleNode):
             preview = colorize_depth(depth, None, self.params['colorized_max_m'] or None)
             self._pub_color.publish(rgb_image_msg(preview, header))
         return True
+
+    def compressed_depth_publisher(self, add_publisher):
+        """The depth/compressedDepth publisher when compressed_depth is set, else None (no topic).
+
+        Only metric `depth` has one: relative depth (`depth_relative`) has a different unit per
+        frame, so a fixed depth_max and quantisation in metres would mean nothing for it.
+        """
+        if not self.params['compressed_depth']:
+            return None
+        return add_publisher(CompressedImage, 'depth/compressedDepth')
+
+    def publish_compressed_depth(self, pub, depth, header) -> None:
+        """The compressedDepth twin of a published metric depth image (when someone listens)."""
+        if pub is None or pub.get_subscription_count() == 0:
+            return
+        p = self.params
+        pub.publish(compressed_depth_msg(depth, header, p['depth_encoding'],
+                                         p['compressed_depth_max_m'],
+                                         p['compressed_depth_quantization'],
+                                         p['compressed_depth_png_level']))
 
     def diagnostics_extra(self) -> dict:
         """Model kind, focal and scale figures of the relative / NESTED handler."""

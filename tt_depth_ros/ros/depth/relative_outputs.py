@@ -9,6 +9,8 @@ What each kind publishes (all with the input header; sizes follow `output_resolu
   publishes `depth` (metres, `depth_encoding`), `depth/camera_info` and `points` (metres); a frame
   without one publishes only the relative outputs and counts as rejected [scale].
 * NESTED (`da3nested-giant-large-1.1`): metric `depth`, `depth/camera_info`, `points`.
+* with `compressed_depth`, every metric `depth` also goes on `depth/compressedDepth`; relative
+  depth never does (its unit changes per frame; a fixed depth_max in metres means nothing).
 * any-view and NESTED also: `confidence` (32FC1, >= 1) and `camera_info_estimated` (the model's
   intrinsics on the published grid).
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from tt_depth_ros.geometry import metric_depth as md
 from tt_depth_ros.geometry.colorize import colorize_depth
@@ -100,6 +102,8 @@ class RelativeNestedOutputs:
         if not self.relative or self.node.params['scale_source'] != 'none':
             names += [('depth', Image), ('depth/camera_info', CameraInfo),
                       ('points', PointCloud2)]
+            if self.node.params['compressed_depth']:    # metric depth only (node.py says why)
+                names.append(('depth/compressedDepth', CompressedImage))
         if self.estimates:
             names += [('confidence', Image), ('camera_info_estimated', CameraInfo)]
         self.pubs = {t: add_publisher(typ, t) for t, typ in names}
@@ -182,6 +186,8 @@ class RelativeNestedOutputs:
             info.update(scale_source='model (NESTED metric branch)', scale=1.0, units='metres')
         if metric is not None:
             self.pubs['depth'].publish(depth_image_msg(metric, header, p['depth_encoding']))
+            self.node.publish_compressed_depth(self.pubs.get('depth/compressedDepth'), metric,
+                                               header)
             self.pubs['depth/camera_info'].publish(camera_info_for(K, w, h, header, tx))
             self._cloud('points', metric, mask, K, header, frame.image)
         self._colorized(metric if metric is not None else depth, header)
