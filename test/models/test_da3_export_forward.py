@@ -19,8 +19,8 @@ from tt_depth_ros.models.da3.checkpoint import load_state_dict
 from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
 from tt_depth_ros.models.da3.model import DA3Model
 
-ANYVIEW_CASES = ('tiny_1v_280x504', 'tiny_2v_280x504')
-METRIC_SIZES = ('280x504', '518x518')   # a resampled and the square (passthrough) pos-embed
+ANYVIEW_CASES = ('tiny_1v_280x504', 'tiny_1v_378x504')
+METRIC_SIZES = ('280x504', '378x504')
 
 
 def _net(cfg, state) -> DA3Model:
