@@ -165,3 +165,16 @@ def test_bad_onnxruntime_requests(metric, tmp_path):
     with pytest.raises(BackendUnavailableError, match='exported DA3 files only'):
         build_engine('dust3r-tiny', backend='onnxruntime', weights=str(out))
     assert select_backend('auto') != 'onnxruntime'
+
+
+def test_predict_cli_runs_an_exported_file(metric, tmp_path, capsys):
+    out, _ = metric
+    png = tmp_path / 'frame.png'
+    import cv2
+    cv2.imwrite(str(png), cv2.cvtColor(load_png_rgb('tiny_280x504.png'), cv2.COLOR_RGB2BGR))
+    rc = tt_depth(['predict', 'da3', str(png), '--model', 'da3metric-tiny', '--weights', str(out),
+                   '--backend', 'onnxruntime', '--onnx-provider', 'CPUExecutionProvider',
+                   '--fx', '400', '--fy', '410', '--cx', '251.5', '--cy', '139.5',
+                   '--formats', 'npz', '--out', str(tmp_path / 'o')])
+    assert rc == 0, capsys.readouterr().err
+    assert (tmp_path / 'o' / 'frame_depth.npz').is_file()
