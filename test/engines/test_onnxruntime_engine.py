@@ -178,3 +178,11 @@ def test_predict_cli_runs_an_exported_file(metric, tmp_path, capsys):
                    '--formats', 'npz', '--out', str(tmp_path / 'o')])
     assert rc == 0, capsys.readouterr().err
     assert (tmp_path / 'o' / 'frame_depth.npz').is_file()
+
+
+def test_missing_converter_package_is_named(monkeypatch, tmp_path):
+    import sys
+    monkeypatch.setitem(sys.modules, 'onnxscript', None)
+    with pytest.raises(ValueError, match='needs the Python package.*onnxscript: pip install'):
+        export_da3_onnx('da3metric-tiny', SIZE, tmp_path / 'x.onnx', exporter='dynamo',
+                        state_dict=tiny_state_dict())

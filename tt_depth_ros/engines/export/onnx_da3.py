@@ -108,6 +108,25 @@ def parity(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dic
     return out
 
 
+def _require_converters(exporter: str) -> None:
+    """ValueError naming the missing package when the export cannot run here."""
+    import importlib.util
+
+    need = ['onnx', 'onnxruntime'] + (['onnxscript'] if exporter == 'dynamo' else [])
+    missing = []
+    for name in need:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ValueError:   # a module set to None in sys.modules
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        raise ValueError(f'the ONNX export needs the Python package(s) {", ".join(missing)}: '
+                         f'pip install {" ".join(missing)} (requirements/common.txt pins them; '
+                         'scripts/bootstrap.sh installs them)')
+
+
 def _versions() -> dict:
     import onnx
     import onnxruntime
@@ -167,6 +186,7 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
         raise ValueError(f'exporter={exporter!r}; allowed: {EXPORTERS}')
     if int(opset) < MIN_OPSET:
         raise ValueError(f'opset {opset} < {MIN_OPSET}: export needs opset {MIN_OPSET} or later')
+    _require_converters(exporter)
     out = Path(out)
     if out.suffix != '.onnx':
         raise ValueError(f'--out {out}: the ONNX file name must end in .onnx')
