@@ -78,8 +78,12 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     cancel.check('after backend selection')
     if chosen == 'onnxruntime':
         from tt_depth_ros.engines.onnxruntime.engine import build_onnxruntime_engine
-        return build_onnxruntime_engine(model, weights, provider=onnx_provider, logger=logger,
-                                        num_views=num_views)
+        engine = build_onnxruntime_engine(model, weights, provider=onnx_provider, logger=logger,
+                                          num_views=num_views)
+        if cancel.cancelled:
+            engine.close()
+            cancel.check('after the engine build (engine closed)')
+        return engine
     engine = _build(spec, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
                     cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views)
