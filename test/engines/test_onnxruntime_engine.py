@@ -66,6 +66,9 @@ def test_export_writes_a_checked_file_and_its_sidecar(metric):
     assert side['weights'] == {'file': 'tiny.safetensors', 'sha256': sha256_file(weights)}
     assert side['file_sha256'] == sha256_file(out)
     assert {'torch', 'onnx', 'onnxruntime'} <= set(side['versions'])
+    ops = side['exporter']['operators']
+    assert ops['Resize'] >= 1 and 'ScatterND' not in ops and sum(ops.values()) == len(
+        model.graph.node)
     par = side['parity']
     assert par['passed'] and par['outputs']['depth']['pcc'] >= PCC_GATE
     assert par['outputs']['depth']['max_rel'] < 1e-4

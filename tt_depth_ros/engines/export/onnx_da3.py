@@ -234,7 +234,11 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
         else:
             torch.onnx.export(graph, (x,), str(out), dynamo=False, do_constant_folding=True,
                               **kw)
-    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    proto = onnx.load(str(out))
+    onnx.checker.check_model(proto, full_check=True)
+    ops: dict[str, int] = {}
+    for node in proto.graph.node:
+        ops[node.op_type] = ops.get(node.op_type, 0) + 1
     data = {
         'format': 'onnx', 'model': model, 'family': spec.family, 'kind': spec.kind,
         'is_metric': spec.is_metric, 'dtype': dtype, 'size_hw': [h, w],
@@ -250,7 +254,8 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
         'weights': weights_info,
         'exporter': {'kind': exporter, 'opset': int(opset),
                      'resize_mode': 'bilinear align_corners=True (ONNX Resize '
-                                    'coordinate_transformation_mode=align_corners); exact'},
+                                    'coordinate_transformation_mode=align_corners); exact',
+                     'operators': dict(sorted(ops.items()))},
         'versions': _versions(),
     }
     write_sidecar(out, {**data, 'file_sha256': _sha256(out)})

@@ -9,7 +9,8 @@ preprocessing from it instead of guessing them from the graph. Keys (version 1):
 * `preprocessing`: resize rule, scale 1/255, ImageNet mean/std, the formula.
 * `outputs`: [{name, shape, units, meaning}]; `metric_scale`: the focal/300 rule (metric models).
 * `weights`: file name and SHA-256; `file_sha256` of the exported file itself.
-* `exporter`: opset, exporter kind, resize mode; `versions`: torch, onnx, onnxruntime, package.
+* `exporter`: opset, exporter kind, resize mode, operator inventory (op type -> count);
+  `versions`: torch, onnx, onnxruntime, package.
 * `parity`: figures measured at export against the torch-cpu fp32 engine on the same input.
 """
 from __future__ import annotations
