@@ -28,6 +28,7 @@ setup(
             'depth_node = tt_depth_ros.ros.entry_points:depth_node',
             'pair_node = tt_depth_ros.ros.entry_points:pair_node',
             'tt-depth = tt_depth_ros.tools.cli.main:main',
+            'tt-depth-export = tt_depth_ros.tools.cli.export:main',
             'tt-depth-sample-bag = tt_depth_ros.tools.bag.sample:main',
             'tt-depth-replay = tt_depth_ros.tools.bag.replay:main',
             'tt-depth-record = tt_depth_ros.tools.bag.record:main',

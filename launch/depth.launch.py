@@ -69,7 +69,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('weights_path', default_value='',
                               description='parameter weights_path: explicit weights file'),
         DeclareLaunchArgument('backend', default_value='',
-                              description='parameter backend: auto, ttnn, torch-cuda or torch-cpu'),
+                              description='parameter backend: auto, ttnn, torch-cuda, torch-cpu or '
+                                          'onnxruntime (weights_path: an exported .onnx)'),
         DeclareLaunchArgument('device_id', default_value='',
                               description='parameter device_id: accelerator index'),
         DeclareLaunchArgument('input_transport', default_value='',

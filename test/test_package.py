@@ -39,6 +39,8 @@ PIP_ONLY = {
     'huggingface_hub': 'weight download; pip',
     'ttnn': 'Tenstorrent runtime, installed with the device software',
     'rosbags': 'pure-Python rosbag2 reader/writer of the tools; pip',
+    'onnx': 'ONNX checker of `tt-depth export`; pip (no rosdep key)',
+    'onnxruntime': 'the onnxruntime backend and the export parity run; pip (no rosdep key)',
 }
 #: Declared without a Python import: what the user runs the package with.
 DECLARED_FOR_TOOLS = {

@@ -7,6 +7,8 @@ revision, config, state_dict, cuda_graphs, logger) -> Engine`: `engines/torch/da
 with
 `build_ttnn_engine(model, *, device_id, dtype, weights, revision, config, state_dict, logger)`;
 `select.py` reports it unavailable until that package exists and a device is present.
+`backend='onnxruntime'` runs an exported DA3 file (`weights` = the `.onnx`, its sidecar beside it)
+with `engines/onnxruntime/engine.py` on the execution provider `onnx_provider`.
 Builder modules are imported lazily, so importing this module pulls in no model code.
 A `CancelToken` (engines/cancel.py) is checked between the steps of a build (backend selection,
 the builder, preparation by the caller): a shutdown during configure stops there, and an engine
@@ -34,7 +36,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
                  logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None,
                  accept_license: Optional[bool] = None,
                  num_views: Optional[int] = None,
-                 cancel: Optional[CancelToken] = None) -> Engine:
+                 cancel: Optional[CancelToken] = None,
+                 onnx_provider: Optional[str] = None) -> Engine:
     """Build an engine for `model` on the selected backend.
 
     Args:
@@ -43,7 +46,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
             'da3nested-giant-large-1.1' (torch only), 'dust3r-vitl-512-dpt', and the test configs
             'da3metric-tiny', 'da3-anyview-tiny', 'dust3r-tiny').
         weights: Explicit weights file (else HF cache / pinned download).
-        backend: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu' (engines/select.py).
+        backend: 'auto', 'ttnn', 'torch-cuda', 'torch-cpu' or 'onnxruntime' (engines/select.py;
+            onnxruntime: `weights` is an exported .onnx file).
         device_id: Accelerator index.
         dtype: None (float32), 'float32', 'bfloat16' or 'float16' (CUDA only).
         revision: Hub revision for weight resolution.
@@ -56,6 +60,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         num_views: DA3 any-view / NESTED: views per forward, or registry.ANY_VIEWS for any
             number per call (engines/torch/da3.py; None = 1).
         cancel: Checked between build steps; a cancelled build raises BuildCancelled.
+        onnx_provider: onnxruntime execution provider (None: CPUExecutionProvider); a provider
+            that is not available is a BackendUnavailableError listing the available ones.
 
     Returns:
         An Engine (not yet prepared for a shape).
@@ -70,6 +76,14 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     spec = registry.model(model)
     chosen = select_backend(backend, device_id=device_id, logger=logger, model=spec)
     cancel.check('after backend selection')
+    if chosen == 'onnxruntime':
+        from tt_depth_ros.engines.onnxruntime.engine import build_onnxruntime_engine
+        engine = build_onnxruntime_engine(model, weights, provider=onnx_provider, logger=logger,
+                                          num_views=num_views)
+        if cancel.cancelled:
+            engine.close()
+            cancel.check('after the engine build (engine closed)')
+        return engine
     engine = _build(spec, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
                     cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views)

@@ -1,5 +1,8 @@
 """Backend selection: 'auto' picks ttnn, then torch-cuda, then torch-cpu, and logs the choice.
 
+'onnxruntime' (FILE_BACKENDS) runs an exported file (`weights_path: model.onnx`,
+engines/onnxruntime/) and is only ever chosen explicitly: 'auto' never picks it.
+
 An explicitly requested backend that cannot run raises `BackendUnavailableError` naming the reason;
 there is never a silent fallback (docs/design.md §1). Probing happens here, at selection time,
 never at import time.
@@ -16,7 +19,9 @@ from tt_depth_ros.engines.base import BACKENDS
 if TYPE_CHECKING:
     from tt_depth_ros.engines.registry import ModelSpec
 
-REQUESTS = ('auto',) + BACKENDS
+FILE_BACKENDS = ('onnxruntime',)
+"""Backends that run an exported model file instead of a checkpoint; never chosen by 'auto'."""
+REQUESTS = ('auto',) + BACKENDS + FILE_BACKENDS
 
 _log = logging.getLogger(__name__)
 
@@ -69,6 +74,11 @@ def _status(backend: str, device_id: int, explicit: bool = False) -> tuple[bool,
         return ttnn_status(device_id, explicit)
     if backend == 'torch-cuda':
         return cuda_status(device_id)
+    if backend == 'onnxruntime':
+        if importlib.util.find_spec('onnxruntime') is None:
+            return False, ('the Python package `onnxruntime` is not installed '
+                           '(pip install onnxruntime)')
+        return True, 'onnxruntime (runs the exported file given as weights)'
     if importlib.util.find_spec('torch') is None:
         return False, 'PyTorch is not installed'
     return True, 'CPU'
@@ -79,7 +89,7 @@ def select_backend(requested: str = 'auto', device_id: int = 0,
     """Resolve a backend request to one of BACKENDS.
 
     Args:
-        requested: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu'.
+        requested: 'auto', 'ttnn', 'torch-cuda', 'torch-cpu' or 'onnxruntime'.
         device_id: Accelerator index (ttnn or CUDA).
         logger: Anything with `.info(str)` (logging.Logger, rclpy logger); module logger if None.
         model: The registry entry to run (engines/registry.py): only its `backends` qualify
@@ -98,7 +108,10 @@ def select_backend(requested: str = 'auto', device_id: int = 0,
     if int(device_id) != device_id or device_id < 0:
         raise ValueError(f'device_id={device_id} must be a non-negative integer')
     allowed = BACKENDS if model is None else model.backends
-    if requested != 'auto' and requested not in allowed:
+    if requested in FILE_BACKENDS and model is not None and model.family != 'da3':
+        raise BackendUnavailableError(f'{model.name!r}: backend {requested} runs exported DA3 '
+                                      f'files only; use {", ".join(allowed)} or \'auto\'')
+    if requested != 'auto' and requested not in allowed + FILE_BACKENDS:
         raise BackendUnavailableError(f'{model.name!r} has no {requested} implementation; use '
                                       f"{', '.join(allowed)} or 'auto'")
     if requested != 'auto':

@@ -415,6 +415,7 @@ class DepthPredictor(EngineOwner):
                         device_id: int = 0, dtype: Any = None,
                         state_dict: Optional[Mapping[str, Any]] = None,
                         logger: Optional[Any] = None, accept_license: Optional[bool] = None,
+                        onnx_provider: Optional[str] = None,
                         **options: Any) -> 'DepthPredictor':
         """Build engine and predictor.
 
@@ -425,12 +426,14 @@ class DepthPredictor(EngineOwner):
                 test configs 'da3metric-tiny', 'da3-anyview-tiny'.
             weights: Explicit weights file; else Hugging Face cache, else pinned download.
             revision: Hub revision.
-            backend: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu'.
+            backend: 'auto', 'ttnn', 'torch-cuda', 'torch-cpu' or 'onnxruntime' (`weights`: a
+                file from `tt-depth export`).
             device_id: Accelerator index.
             dtype: None/'float32' (default), 'bfloat16', 'float16' (CUDA).
             state_dict: Checkpoint tensors (upstream key names) instead of a file.
             logger: Anything with `.info`/`.warning`.
             accept_license: Opt-in for CC-BY-NC-4.0 models (else TT_DEPTH_ACCEPT_NC_LICENSE).
+            onnx_provider: backend onnxruntime: the execution provider (default CPU).
             **options: DepthPredictor options (process_res, fixed_size, sky_mode, sky_threshold,
                 max_depth_m, output).
         """
@@ -442,7 +445,8 @@ class DepthPredictor(EngineOwner):
             raise ValueError(f'DepthPredictor model={model!r}; known: {sorted(models)}')
         engine = build_engine(model, weights=weights, backend=backend, device_id=device_id,
                               dtype=dtype, revision=revision, state_dict=state_dict,
-                              logger=logger, accept_license=accept_license)
+                              logger=logger, accept_license=accept_license,
+                              onnx_provider=onnx_provider)
         return cls(engine, kind=registry.model(model).kind, logger=logger, **options)
 
     def __call__(self, image: Any, K: Optional[np.ndarray] = None, *,

@@ -16,6 +16,10 @@ Any-view configs add, per block i (views S are the batch axis of one scene):
 
 Module names equal the checkpoint's `backbone.pretrained.*` keys. `set_fused(True)` switches every
 block to its folded inference arithmetic (layers/block.py) and caches resampled pos-embeds.
+`set_export(True)` (the export-friendly forward, engines/export/): every tensor that depends only
+on the input size - the resampled pos-embed, the RoPE positions and their cos/sin tables - is
+computed once per size and reused, so a traced graph (torch.onnx) holds it as a constant instead
+of bicubic-resize, arange and trig ops; the arithmetic is the same, so the outputs are identical.
 """
 from __future__ import annotations
 
@@ -75,6 +79,7 @@ class DinoViT(nn.Module):
         self.norm = nn.LayerNorm(d, eps=cfg.final_norm_eps)
         self.rope = RoPE2D(base=cfg.rope_base) if cfg.rope_start >= 0 else None
         self._pos_cache: Optional[dict] = None
+        self._consts: Optional[dict] = None   # export mode: size-only tensors (module docstring)
 
     def set_fused(self, on: bool) -> 'DinoViT':
         """Folded block arithmetic and a pos-embed cache (inference only) on or off."""
@@ -83,23 +88,39 @@ class DinoViT(nn.Module):
         self._pos_cache = {} if on else None
         return self
 
+    @torch.no_grad()
+    def set_export(self, on: bool) -> 'DinoViT':
+        """Export-friendly forward (module docstring) on or off; call after loading weights."""
+        self._consts = {} if on else None
+        if self.rope is not None:
+            self.rope.clear()
+        return self
+
     def _pos_embed(self, h0: int, w0: int) -> torch.Tensor:
         key = (h0, w0, self.pos_embed.dtype, self.pos_embed.device)
-        if self._pos_cache is not None and key in self._pos_cache:
-            return self._pos_cache[key]
+        for cache in (self._consts, self._pos_cache):
+            if cache is not None and key in cache:
+                return cache[key]
         pe = resample_pos_embed(self.pos_embed, h0, w0, num_prefix=1,
                                 offset=self.cfg.interpolate_offset,
                                 antialias=self.cfg.interpolate_antialias)
-        if self._pos_cache is not None:
-            self._pos_cache[key] = pe
+        for cache in (self._consts, self._pos_cache):
+            if cache is not None:
+                cache[key] = pe.detach()
         return pe
 
     def _positions(self, s: int, h0: int, w0: int, device) -> tuple[torch.Tensor, torch.Tensor]:
         """RoPE positions: local (S, N, 2) = (row+1, col+1); global (1, S*N, 2) = (1, 1)."""
+        key = ('rope_pos', s, h0, w0, str(device))
+        if self._consts is not None and key in self._consts:
+            return self._consts[key]   # the same tensors: RoPE2D reuses their tables
         zero = torch.zeros(1, 2, dtype=torch.long, device=device)
         local = torch.cat([zero, grid_positions(h0, w0, device=device)[0] + 1])   # (N, 2)
         glob = torch.cat([zero, torch.ones(h0 * w0, 2, dtype=torch.long, device=device)])
-        return local[None].expand(s, -1, -1), glob.repeat(s, 1)[None]
+        pos = local[None].expand(s, -1, -1), glob.repeat(s, 1)[None]
+        if self._consts is not None:
+            self._consts[key] = pos
+        return pos
 
     def forward(self, x: torch.Tensor) -> tuple[list[torch.Tensor], Optional[torch.Tensor], int]:
         """Map normalised images (S, 3, H, W) to taps.
@@ -110,7 +131,7 @@ class DinoViT(nn.Module):
             ref_view the selected reference view (0 unless S >= 3, any-view).
         """
         cfg = self.cfg
-        s, _, h, w = x.shape
+        s, _, h, w = (int(v) for v in x.shape)   # python ints, also under a tracer (export)
         h0, w0 = h // cfg.patch_size, w // cfg.patch_size
         tokens = self.patch_embed(x)                              # (S, h0*w0, C)
         cls = self.cls_token.expand(s, -1, -1).to(tokens.dtype)
@@ -131,8 +152,10 @@ class DinoViT(nn.Module):
                 tokens = tokens[order]
                 taps = [t[order] for t in taps]   # earlier taps join the new order
             if cfg.anyview and i == cfg.alt_start:
-                cam_tok = torch.cat([self.camera_token[:, :1],
-                                     self.camera_token[:, 1:].expand(-1, s - 1, -1)], dim=1)
+                # one view: no empty (0-row) expand in the graph (an exported file's shapes)
+                cam_tok = self.camera_token[:, :1] if s == 1 else torch.cat(
+                    [self.camera_token[:, :1], self.camera_token[:, 1:].expand(-1, s - 1, -1)],
+                    dim=1)
                 tokens = torch.cat([cam_tok[0, :, None].to(tokens.dtype), tokens[:, 1:]], dim=1)
             use_rope = self.rope is not None and i >= cfg.rope_start
             if cfg.is_global(i):

@@ -54,7 +54,8 @@ def fov_to_intrinsics(pose_enc: torch.Tensor, h: int, w: int) -> torch.Tensor:
     fov_h, fov_w = pose_enc[:, 7], pose_enc[:, 8]
     fy = (h / 2) / torch.clamp(torch.tan(fov_h / 2), min=1e-6)
     fx = (w / 2) / torch.clamp(torch.tan(fov_w / 2), min=1e-6)
-    k = torch.zeros(pose_enc.shape[0], 3, 3, dtype=pose_enc.dtype, device=pose_enc.device)
-    k[:, 0, 0], k[:, 1, 1] = fx, fy
-    k[:, 0, 2], k[:, 1, 2], k[:, 2, 2] = w / 2, h / 2, 1.0
-    return k
+    # built by stacking, not by index-assigning into zeros: the same values, and an exported
+    # graph gets a Concat instead of ScatterND (engines/export/)
+    zero, one = torch.zeros_like(fx), torch.ones_like(fx)
+    rows = [fx, zero, zero + w / 2, zero, fy, zero + h / 2, zero, zero, one]
+    return torch.stack(rows, dim=-1).reshape(pose_enc.shape[0], 3, 3)

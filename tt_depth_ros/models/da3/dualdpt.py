@@ -8,7 +8,9 @@ and confidence at H x W, aux (`refinenet1_aux..4_aux`) -> 6 ray channels and a r
 8*(H/14) x 8*(W/14) (not upsampled). Upstream also decodes aux levels 0-2 and discards them: their
 weights are held (checkpoint layout) but not run. The aux LayerNorm(32) is ONE module shared by the
 4 aux output stacks (the checkpoint stores it once, as `output_conv2_aux.0.2`; checkpoint.py maps
-the tie). Module names equal the checkpoint's `head.*` keys.
+the tie). Module names equal the checkpoint's `head.*` keys. `set_export(True)` (export-friendly
+forward): the UV embeddings, which depend only on the map sizes, are computed once per size and
+reused, so a traced graph holds them as constants (no linspace / trig ops); values are identical.
 """
 from __future__ import annotations
 
@@ -96,6 +98,22 @@ class DualDPTHead(nn.Module):
         self.projects, self.resize_layers = projects_and_resizes(cfg.head_dim_in,
                                                                  cfg.out_channels)
         self.scratch = DualScratch(cfg)
+        self._uv_consts: dict | None = None
+
+    def set_export(self, on: bool) -> 'DualDPTHead':
+        """Export-friendly forward (module docstring) on or off."""
+        self._uv_consts = {} if on else None
+        return self
+
+    def _uv(self, c: int, h: int, w: int, aspect: float, device) -> torch.Tensor:
+        c, h, w = int(c), int(h), int(w)   # python ints, also under a tracer (export)
+        key = (c, h, w, aspect, str(device))
+        if self._uv_consts is not None and key in self._uv_consts:
+            return self._uv_consts[key]
+        uv = uv_pos_embed(c, h, w, aspect, device)
+        if self._uv_consts is not None:
+            self._uv_consts[key] = uv
+        return uv
 
     def set_fused(self, on: bool) -> 'DualDPTHead':
         """channels_last convolutions (inference only) on or off."""
@@ -110,7 +128,7 @@ class DualDPTHead(nn.Module):
         levels = []
         for i, f in enumerate(feats):
             x = self.projects[i](token_map(self.norm(f), h0, w0))
-            x = x + uv_pos_embed(x.shape[1], h0, w0, ar, x.device)
+            x = x + self._uv(x.shape[1], h0, w0, ar, x.device)
             levels.append(self.resize_layers[i](x))
         s = self.scratch
         r = s.project(*levels)
@@ -119,10 +137,10 @@ class DualDPTHead(nn.Module):
                                       s.refinenet4_aux))
         out = F.interpolate(s.output_conv1(main), size=(h, w), mode='bilinear',
                             align_corners=True)
-        out = out + uv_pos_embed(out.shape[1], h, w, ar, out.device)
+        out = out + self._uv(out.shape[1], h, w, ar, out.device)
         logits = s.output_conv2(out)
         a = s.output_conv1_aux[-1](aux)
-        a = a + uv_pos_embed(a.shape[1], a.shape[2], a.shape[3], ar, a.device)
+        a = a + self._uv(a.shape[1], a.shape[2], a.shape[3], ar, a.device)
         ray = s.output_conv2_aux[-1](a).permute(0, 2, 3, 1)          # (S, hr, wr, 7)
         return {'depth': torch.exp(logits[:, 0]), 'depth_conf': torch.exp(logits[:, 1]) + 1.0,
                 'ray': ray[..., :6], 'ray_conf': torch.exp(ray[..., 6]) + 1.0}

@@ -72,6 +72,10 @@ class DA3Head(nn.Module):
         self.scratch = DA3Scratch(cfg)
         self.fused = False
 
+    def set_export(self, on: bool) -> 'DA3Head':
+        """Export-friendly forward: nothing in this head depends on the size alone (no-op)."""
+        return self
+
     @torch.no_grad()
     def set_fused(self, on: bool) -> 'DA3Head':
         """channels_last and the merged depth/sky output convs (inference only) on or off."""

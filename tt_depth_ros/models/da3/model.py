@@ -9,8 +9,11 @@
 
 One module per model: `set_fused(True)` switches it to the inference-only arithmetic (folded
 LayerScale, fused residual GEMMs, channels_last head) with the same mathematics; `state_dict()` is
-the checkpoint layout either way. The backbone may be cast to bf16 (`cast_backbone`); the head
-and camera decoder stay fp32, as upstream runs them.
+the checkpoint layout either way. `set_export(True)` is the export-friendly forward (for
+torch.onnx, engines/export/): size-only tensors (pos-embed resample, RoPE tables, UV embeddings)
+become per-size constants and the intrinsics are stacked, not index-assigned; same outputs. The
+backbone may be cast to bf16 (`cast_backbone`); the head and camera decoder stay fp32, as upstream
+runs them.
 """
 from __future__ import annotations
 
@@ -41,6 +44,14 @@ class DA3Model(nn.Module):
         else:
             self.head = DA3Head(cfg)
         self.fused = False
+        self.export = False
+
+    def set_export(self, on: bool = True) -> 'DA3Model':
+        """Export-friendly forward on or off (module docstring); call after loading weights."""
+        self.backbone.pretrained.set_export(on)
+        self.head.set_export(on)
+        self.export = bool(on)
+        return self
 
     def set_fused(self, on: bool = True) -> 'DA3Model':
         """Inference-only fused arithmetic on or off (module docstring); returns self."""
@@ -55,6 +66,8 @@ class DA3Model(nn.Module):
         vit = self.backbone.pretrained
         if vit._pos_cache is not None:
             vit._pos_cache.clear()
+        if self.export:
+            self.set_export(True)   # size constants of the old dtype are dropped
         return self
 
     @property

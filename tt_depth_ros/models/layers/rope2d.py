@@ -34,6 +34,10 @@ class RoPE2D:
         # id(pos) -> (pos, head_dim, cos, sin); holding `pos` keeps its id from being reused.
         self._cache: OrderedDict[int, tuple] = OrderedDict()
 
+    def clear(self) -> None:
+        """Forget every cached table (new weights, device or export mode)."""
+        self._cache.clear()
+
     def _tables(self, pos: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
         key = id(pos)
         hit = self._cache.get(key)

@@ -34,6 +34,9 @@ from tt_depth_ros.ros.runtime.params import ParamSpec
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 
 DEPTH_PARAMS = (
+    ParamSpec('onnx_provider', 'CPUExecutionProvider', 'backend onnxruntime: the execution '
+              'provider (e.g. CUDAExecutionProvider, TensorrtExecutionProvider); one not '
+              'installed fails configure, listing the available ones (no fallback).'),
     ParamSpec('process_res', 504, 'Long side of the network input (upstream upper-bound resize, '
               'snapped to multiples of 14).', int_range=(14, 4096)),
     ParamSpec('network_height', 0, 'Fixed network input height (multiple of 14, with '

@@ -16,8 +16,9 @@ COMMON_PARAMS = (
     ParamSpec('model', 'da3metric-large', 'Network to run (engines.factory.build_engine name).'),
     ParamSpec('weights_path', '', 'Explicit weights file; empty = HF cache, then pinned download.'),
     ParamSpec('revision', '', 'Hugging Face revision for the download; empty = pinned default.'),
-    ParamSpec('backend', 'auto', 'Inference backend; auto = ttnn, else torch-cuda, else torch-cpu.',
-              choices=('auto', 'ttnn', 'torch-cuda', 'torch-cpu')),
+    ParamSpec('backend', 'auto', 'Inference backend; auto = ttnn, else torch-cuda, else torch-cpu; '
+              'onnxruntime (never auto) runs an exported DA3 .onnx given as weights_path.',
+              choices=('auto', 'ttnn', 'torch-cuda', 'torch-cpu', 'onnxruntime')),
     ParamSpec('device_id', 0, 'Accelerator index (one process holds one device).',
               int_range=(0, 63)),
     ParamSpec('engine_plugin', '', "Tests/integration only: 'module:callable' returning an Engine "

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          model_help=f'metres: {metres}; relative: {relative} (the any-view ones '
                                     'also estimate the camera)',
                          dtype_help='activation dtype (default float32)')
+    parser.add_argument('--onnx-provider', default=None,
+                        help='--backend onnxruntime (--weights: a file from `tt-depth export`): '
+                             'the execution provider (default CPUExecutionProvider)')
     opt_in = [m.name for m in published if m.needs_licence_opt_in]
     parser.add_argument('--accept-nc-license', action='store_true',
                         help='accept the CC-BY-NC-4.0 (non-commercial) licence of '
@@ -144,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             args.model, weights=args.weights, revision=args.revision, backend=args.backend,
             device_id=args.device_id, dtype=args.dtype, logger=log,
             accept_license=True if args.accept_nc_license else None,
-            process_res=args.process_res,
+            onnx_provider=args.onnx_provider, process_res=args.process_res,
             fixed_size=tuple(args.fixed_size) if args.fixed_size else None,
             sky_mode=args.sky_mode, sky_threshold=args.sky_threshold,
             max_depth_m=args.max_depth, output=args.output_res) as predictor:

@@ -1,0 +1,76 @@
+"""The export-friendly forward (`DA3Model.set_export`) gives the normal forward's outputs.
+
+Each rewrite (per-size constants for pos-embed, RoPE and UV embeddings; stacked intrinsics; no
+empty camera-token expand for one view) is exact: checked at <= 1e-5 relative against the normal
+forward on the golden tiny cases, and against the golden outputs themselves.
+"""
+import numpy as np
+import pytest
+import torch
+
+from support.da3_fixtures import (
+    anyview_golden,
+    anyview_state_dict,
+    assert_close_golden,
+    golden,
+    tiny_state_dict,
+)
+from tt_depth_ros.models.da3.checkpoint import load_state_dict
+from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
+from tt_depth_ros.models.da3.model import DA3Model
+
+ANYVIEW_CASES = ('tiny_1v_378x504',)
+METRIC_SIZES = ('280x504',)
+
+
+def _net(cfg, state) -> DA3Model:
+    net = DA3Model(cfg).eval()
+    load_state_dict(net, state)
+    return net
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+
+
+def _compare(net: DA3Model, x: torch.Tensor, keys, twice: bool = False) -> dict:
+    """Normal vs export forward (the first export call builds and uses the constants)."""
+    with torch.no_grad():
+        normal = net.set_export(False)(x)
+        net.set_export(True)
+        runs = [net(x) for _ in range(2 if twice else 1)]   # 2nd: on the cached constants
+    net.set_export(False)
+    for k in keys:
+        for out in runs:
+            assert _rel(out[k], normal[k]) <= 1e-5, k
+    return runs[-1]
+
+
+@pytest.mark.parametrize('size', METRIC_SIZES)
+def test_metric_export_forward_is_exact(size):
+    g = golden(f'tiny_{size}.npz')
+    net = _net(TINY, tiny_state_dict()).set_fused(True)
+    out = _compare(net, torch.from_numpy(g['input']), ('depth', 'sky', 'sky_logit'),
+                   twice=size == '280x504')
+    assert_close_golden(out['depth'].numpy(), g['depth'], 'depth')
+
+
+@pytest.mark.parametrize('case', ANYVIEW_CASES)
+def test_anyview_export_forward_is_exact(case):
+    g = anyview_golden(f'{case}.npz')
+    net = _net(ANYVIEW_TINY, anyview_state_dict()).set_fused(True)
+    keys = ('depth', 'depth_conf', 'ray', 'ray_conf', 'pose_enc', 'extrinsics', 'intrinsics')
+    out = _compare(net, torch.from_numpy(g['input']), keys, twice=True)
+    np.testing.assert_allclose(out['intrinsics'].numpy(), g['intrinsics'], rtol=1e-5, atol=1e-4)
+
+
+def test_export_constants_are_per_size_and_dropped_when_off():
+    net = _net(ANYVIEW_TINY, anyview_state_dict()).set_export(True)
+    vit = net.backbone.pretrained
+    with torch.no_grad():
+        net(torch.zeros(1, 3, 28, 42))
+        net(torch.zeros(1, 3, 42, 28))
+    assert {k[:2] for k in vit._consts if isinstance(k[0], int)} == {(2, 3), (3, 2)}
+    assert net.head._uv_consts
+    net.set_export(False)
+    assert vit._consts is None and net.head._uv_consts is None and not net.export
