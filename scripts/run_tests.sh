@@ -85,10 +85,20 @@ for path in glob.glob(sys.argv[1] + '.*.tsv'):
 if rows:
     t0 = min(float(r[0]) for lines in rows.values() for r in lines)
     for worker, lines in sorted(rows.items()):
-        busy = sum(float(e) - float(s) for s, e, _ in lines)
+        busy = sum(float(r[1]) - float(r[0]) for r in lines)
         last = max(lines, key=lambda r: float(r[1]))
         print(f'run_tests: worker {worker}: {len(lines)} tests, busy {busy:.0f} s, idle from '
-              f'+{float(last[1]) - t0:.0f} s (last: {last[2]})')
+              f'+{float(last[1]) - t0:.0f} s (last: {last[3]})')
+    files = {}
+    for lines in rows.values():
+        for r in lines:
+            cpu_wall = files.setdefault(r[3].split('::')[0], [0.0, 0.0])
+            cpu_wall[0] += float(r[2])
+            cpu_wall[1] += float(r[1]) - float(r[0])
+    print(f'run_tests: CPU of the tests and the processes they waited for: '
+          f'{sum(c for c, _ in files.values()):.0f} s; the most by file:')
+    for name, (cpu, wall) in sorted(files.items(), key=lambda kv: -kv[1][0])[:15]:
+        print(f'  {cpu:7.1f} s CPU {wall:7.1f} s wall  {name}')
 PY
 }
 run_pytest() {  # <venv> <label> <domain base> <pytest args...>

@@ -107,26 +107,35 @@ def pytest_runtest_protocol(item, nextitem):
     glibc keeps freed heap pages in the process: a worker that ran a full-size model would hold
     GBs for the rest of the run while the other workers need them.
     """
-    start = time.time()
+    start, cpu0 = time.time(), _cpu_seconds()
     yield
     if os.environ.get('PYTEST_XDIST_WORKER'):
         if (item.get_closest_marker('slow') or nextitem is None
                 or nextitem.module is not item.module):
             gc.collect()
         _malloc_trim()
-    _log_timeline(item.nodeid, start, time.time())
+    _log_timeline(item.nodeid, start, time.time(), _cpu_seconds() - cpu0)
 
 
-def _log_timeline(nodeid: str, start: float, end: float) -> None:
-    """With TT_DEPTH_ROS_TEST_TIMELINE=<folder/prefix>, one line per test and worker (wall clock).
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its children that have been waited for."""
+    import resource
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                resource.getrusage(resource.RUSAGE_CHILDREN)))
 
-    scripts/run_tests.sh prints from these when each worker went idle: the run's long pole.
+
+def _log_timeline(nodeid: str, start: float, end: float, cpu: float) -> None:
+    """With TT_DEPTH_ROS_TEST_TIMELINE=<folder/prefix>, one line per test and worker.
+
+    Wall-clock start and end, and CPU seconds (the test process and the processes it waited
+    for): scripts/run_tests.sh prints when each worker went idle and which tests cost the most
+    CPU, the two things that bound the suite's wall time on 2 cores.
     """
     prefix = os.environ.get('TT_DEPTH_ROS_TEST_TIMELINE', '').strip()
     if prefix:
         worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
         with open(f'{prefix}.{worker}.tsv', 'a', encoding='utf-8') as f:
-            f.write(f'{start:.3f}\t{end:.3f}\t{nodeid}\n')
+            f.write(f'{start:.3f}\t{end:.3f}\t{cpu:.3f}\t{nodeid}\n')
 
 
 def pytest_sessionfinish(session, exitstatus):
