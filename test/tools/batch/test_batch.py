@@ -3,9 +3,9 @@
 The key check: its depth (and camera_info, points) bytes equal what the depth node publishes when
 the same bag is replayed through it with the same parameters.
 
-One batch run (module fixture, a subprocess like a user's) over a directory holding an MCAP bag, a
-sqlite3 bag, a truncated MCAP bag and a bag whose output place is taken by a foreign directory,
-plus an explicit non-bag; then a resume run and a `--force` run of one bag.
+One batch run (module fixture, a subprocess like a user's, two pool workers) over a directory
+holding an MCAP bag, a sqlite3 bag, a truncated MCAP bag and a bag whose output place is taken by
+a foreign directory, plus an explicit non-bag; then a resume run and an in-process `--force` run.
 """
 import json
 import shutil
@@ -71,7 +71,7 @@ def run(tmp_path_factory):
     out = root / 'out'
     (out / 'taken').mkdir(parents=True)
     (out / 'taken' / 'mine.txt').write_text('a user file')
-    proc = _batch(bags, not_a_bag, '--params', root / 'depth.yaml', '--out', out)
+    proc = _batch(bags, not_a_bag, '--params', root / 'depth.yaml', '--out', out, '--workers', '2')
     return {'root': root, 'bags': bags, 'out': out, 'params': params, 'proc': proc,
             'yaml': root / 'depth.yaml', 'not_a_bag': not_a_bag}
 
@@ -118,6 +118,8 @@ def test_outputs_failures_and_manifests(run):
     for name in ('truncated', 'taken', 'notes'):
         assert f'{name}: FAILED' in proc.stderr
     assert 'failed' in proc.stdout and 'mcap_a' in proc.stdout   # the summary table
+    assert len({line.split()[2] for line in proc.stderr.splitlines()
+                if ': processing' in line}) == 2      # [pid]: the two bags in two pool workers
 
 
 def test_resume_skips_and_force_redoes(run):
@@ -135,8 +137,17 @@ def test_resume_skips_and_force_redoes(run):
     assert 'mcap_a: processing' in forced.stderr
     redone = _messages(out / 'mcap_a')
     assert set(redone) == {'/camera/depth', '/camera/depth/camera_info', '/camera/points'}
-    assert all(redone[t] == before[t] for t in redone)    # deterministic, byte for byte
+    assert all(redone[t] == before[t] for t in redone)    # in-process == pool, byte for byte
     assert _manifest(out, 'mcap_a')['fingerprint'] != print_before   # other cameras: new print
+
+
+def test_missing_topic_fails_before_any_engine(run, tmp_path):
+    proc = _batch(run['bags'] / 'mcap_a', '--params', run['yaml'], '--out', tmp_path / 'o',
+                  '--camera', 'image=/front/image_raw,camera_info=/front/camera_info')
+    assert proc.returncode == 1
+    reason = _manifest(tmp_path / 'o', 'mcap_a')['reason']
+    assert 'mcap_a' in reason and 'topic /front/image_raw is not in the bag' in reason
+    assert '--camera' in reason and 'engine' not in proc.stderr
 
 
 def test_bad_parameter_file_is_a_usage_error(run, tmp_path):

@@ -67,6 +67,20 @@ class NodeLogger:
         self._emit(logging.ERROR, msg, once)
 
 
+def bag_cameras(bag: Path, cameras: list[Camera], compressed: bool) -> list[Camera]:
+    """The cameras to run on `bag` (given, else its defaults), checked against its topics.
+
+    Cheap (the bag's index only): a bag with missing topics fails before any engine is built.
+    """
+    from rosbags.rosbag2 import Reader
+
+    with Reader(bag) as reader:
+        types = {c.topic: c.msgtype for c in reader.connections}
+    cameras = cameras or default_cameras(types, compressed)
+    check_cameras(cameras, types)
+    return cameras
+
+
 def msgtype_of(cls: type) -> str:
     """'sensor_msgs/msg/Image' of a generated message class."""
     return f"{cls.__module__.split('.')[0]}/msg/{cls.__name__}"

@@ -41,7 +41,7 @@ class Settings:
     cameras: list[Camera]      # empty = each bag's default cameras
     out: Path
     force: bool = False
-    threads: int = 0           # torch threads per worker; 0 = torch's default
+    threads: int = 0           # torch threads per process; 0 = torch's default (the node's)
     weights: dict = field(default_factory=dict)
 
 
@@ -105,7 +105,8 @@ def _not_a_bag(bag: Path) -> str | None:
 
 def process_bag(bag: Path, s: Settings) -> dict:
     """One bag: skipped when up to date, else processed; leaves a manifest (or says why not)."""
-    from tt_depth_ros.tools.batch.depth_bag import BagFailed, DepthBagJob, NodeLogger
+    from tt_depth_ros.tools.batch.cameras import CameraTopicError
+    from tt_depth_ros.tools.batch.depth_bag import BagFailed, DepthBagJob, NodeLogger, bag_cameras
 
     name = bag.name
     out_bag = s.out / name
@@ -145,6 +146,7 @@ def process_bag(bag: Path, s: Settings) -> dict:
         for stale in (partial, out_bag if ours else None):
             if stale is not None and stale.exists():
                 shutil.rmtree(stale)
+        cameras = bag_cameras(bag, s.cameras, s.params['input_transport'] == 'compressed')
         engine = _Engine.get(s.params)
         if engine is None:
             raise BagFailed(_Engine.error)
@@ -152,9 +154,12 @@ def process_bag(bag: Path, s: Settings) -> dict:
         doc.update(model=info.model, backend=info.backend, device=info.device, dtype=info.dtype)
         LOG.info(f'{name}: processing')
         partial.mkdir()   # staging: the bag inside is named NAME, as its storage file
-        result = DepthBagJob(engine, s.params, log).run(bag, s.cameras, partial / name)
+        result = DepthBagJob(engine, s.params, log).run(bag, cameras, partial / name)
         os.replace(partial / name, out_bag)
         doc['status'] = 'ok'
+    except CameraTopicError as exc:
+        doc['reason'] = f'{bag}: {exc}'
+        result = None
     except BagFailed as exc:
         doc['reason'] = str(exc.args[0])
         result = exc.args[1] if len(exc.args) > 1 else None
@@ -232,11 +237,15 @@ def main(argv: list[str] | None = None) -> int:
                     'camera_info beside it')
     ap.add_argument('--workers', type=int, default=1, help='local processes (one engine each)')
     ap.add_argument('--force', action='store_true', help='redo bags that are up to date')
+    ap.add_argument('--torch-threads', type=int, default=0,
+                    help="torch CPU threads per process (OMP_NUM_THREADS); 0 = torch's default, "
+                    "as in the node. Another count changes float summation order: the depth "
+                    "then differs from the node's in the last bits")
     a = ap.parse_args(argv)
     _setup_logging()
     try:
-        if a.workers < 1:
-            raise ValueError(f'--workers must be >= 1, got {a.workers}')
+        if a.workers < 1 or a.torch_threads < 0:
+            raise ValueError('--workers must be >= 1 and --torch-threads >= 0')
         params = load_depth_params(a.params)
         cameras = [parse_camera(c) for c in a.camera]
         bags = expand_inputs(a.inputs)
@@ -248,8 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     a.out.mkdir(parents=True, exist_ok=True)
     workers = min(a.workers, len(bags))
-    threads = max(1, (os.cpu_count() or 1) // workers) if workers > 1 else 0
-    settings = Settings(params, cameras, a.out, a.force, threads, weights)
+    settings = Settings(params, cameras, a.out, a.force, a.torch_threads, weights)
+    if a.torch_threads:
+        os.environ['OMP_NUM_THREADS'] = str(a.torch_threads)   # torch is not imported yet
     LOG.info(f'{len(bags)} bag(s) -> {a.out} with {params["model"]} ({params["backend"]}), '
              f'{workers} worker(s)')
     t0 = time.monotonic()
