@@ -67,6 +67,24 @@ class NodeLogger:
         self._emit(logging.ERROR, msg, once)
 
 
+HINTS = {
+    'no_camera_info': "no CameraInfo came: pass the right --camera camera_info=, or set "
+                      "camera_info_mode 'default_focal' (metric scale unreliable)",
+    'camera_info_stamp': "no CameraInfo has the images' stamps: camera_info_sync 'latest' or a "
+                         'camera_info_tolerance_s',
+    'encoding': 'the image topic has an encoding the node does not decode: pick the camera '
+                "driver's colour image topic with --camera image=",
+}
+
+
+def _hint(skipped: dict) -> str:
+    """What to do about the most common reject reason of a bag that produced nothing."""
+    if not skipped:
+        return 'the bag has no image messages on the camera topics'
+    top = max(skipped, key=skipped.get)
+    return HINTS.get(top, f'see the [{top}] log lines above for why')
+
+
 def bag_cameras(bag: Path, cameras: list[Camera], compressed: bool) -> list[Camera]:
     """The cameras to run on `bag` (given, else its defaults), checked against its topics.
 
@@ -189,9 +207,7 @@ class DepthBagJob:
                   'topics': dict(sorted(counts.items())), 'stages_s': dict(self.stages)}
         if frames_out == 0:
             raise BagFailed(f'no frame produced ({result["frames_in"]} images read, skipped: '
-                            f'{result["skipped"] or "none"}); see the log lines above for why '
-                            '(a CameraInfo that never comes needs camera_info_mode '
-                            "'default_focal' or the right --camera camera_info=)", result)
+                            f'{result["skipped"] or "none"}); {_hint(result["skipped"])}', result)
         return result
 
     def _frame(self, w: _CameraWork, msgtype: str, raw: bytes):
