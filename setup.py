@@ -32,6 +32,7 @@ setup(
             'tt-depth-sample-bag = tt_depth_ros.tools.bag.sample:main',
             'tt-depth-replay = tt_depth_ros.tools.bag.replay:main',
             'tt-depth-record = tt_depth_ros.tools.bag.record:main',
+            'tt-depth-batch = tt_depth_ros.tools.batch.run:main',
             'tt-depth-benchmark = tt_depth_ros.tools.bench.benchmark:main',
             'tt-depth-demo = tt_depth_ros.tools.demo.run:main',
         ],

@@ -17,16 +17,21 @@ import time
 
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
-from tt_depth_ros.geometry.colorize import colorize_depth
 from tt_depth_ros.geometry.metric_depth import SKY_MODES
 from tt_depth_ros.pipelines.depth import DA3FramePath, DepthFrame, FrameOptions
 from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs
-from tt_depth_ros.ros.msgs.camera_info import camera_info_for
-from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg
-from tt_depth_ros.ros.msgs.compressed_depth import compressed_depth_msg
-from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
+from tt_depth_ros.ros.msgs.cloud import CloudBuffer
+from tt_depth_ros.ros.msgs.metric_outputs import (
+    COLORIZED,
+    COMPRESSED,
+    DEPTH,
+    INFO,
+    POINTS,
+    compressed_depth_for,
+    metric_output_msgs,
+)
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
 from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
@@ -92,15 +97,7 @@ class DepthNode(PerceptionLifecycleNode):
 
     def validate(self) -> list[str]:
         """Fixed network size must be both-or-neither and multiples of 14."""
-        nh, nw = self.params['network_height'], self.params['network_width']
-        errors = []
-        if (nh == 0) != (nw == 0):
-            errors.append('network_height and network_width must both be 0 or both be set')
-        elif nh and (nh % 14 or nw % 14):
-            errors.append(f'network size {nh}x{nw} must be multiples of 14')
-        if bool(self.params['expected_width']) != bool(self.params['expected_height']):
-            errors.append('expected_width and expected_height must both be 0 or both be set')
-        return errors
+        return validate_depth_params(self.params)
 
     def configure_for_engine(self) -> None:
         """The DA3 frame path of the engine's kind, and the handler of the non-metric kinds.
@@ -118,12 +115,7 @@ class DepthNode(PerceptionLifecycleNode):
 
     def frame_options(self) -> FrameOptions:
         """The frame path's options from the current (partly runtime) parameters."""
-        p, metres = self.params, self.frame_path.is_metric
-        fixed = (p['network_height'], p['network_width'])
-        return FrameOptions(process_res=p['process_res'], fixed_size=fixed if fixed[0] else None,
-                            sky_mode=p['sky_mode'], sky_threshold=p['sky_threshold'],
-                            max_depth_m=(p['max_depth_m'] or None) if metres else None,
-                            output=p['output_resolution'], nested_focal_rescale=True)
+        return depth_frame_options(self.params, self.frame_path.is_metric)
 
     def create_outputs(self) -> None:
         """Publishers: depth (+ compressedDepth if set), depth/camera_info, points, colorized."""
@@ -182,21 +174,20 @@ class DepthNode(PerceptionLifecycleNode):
         self.stats.on_output((now - stamp_to_ns(msg.header.stamp)) / 1e9, stages)
 
     def publish_outputs(self, header, frame: DepthFrame) -> bool:
-        """Build and publish every enabled output of a metric frame with the input header."""
-        depth, K = frame.depth, frame.K
-        h, w = depth.shape
-        self._pub_depth.publish(depth_image_msg(depth, header, self.params['depth_encoding']))
-        self.publish_compressed_depth(self._pub_compressed, depth, header)
-        self._pub_info.publish(camera_info_for(K, w, h, header, tx=frame.tx))
-        if self.params['points_enable'] and self._pub_points.get_subscription_count() > 0:
-            rgb = frame.image if self.params['points_format'] == 'xyzrgb' else None
-            max_r = self.params['points_max_range_m'] or None
-            self._pub_points.publish(depth_cloud_msg(depth, K, header, rgb,
-                                                     self.params['points_decimation'], max_r,
-                                                     buffer=self._cloud_buffer))
-        if self.params['colorized_enable'] and self._pub_color.get_subscription_count() > 0:
-            preview = colorize_depth(depth, None, self.params['colorized_max_m'] or None)
-            self._pub_color.publish(rgb_image_msg(preview, header))
+        """Publish every enabled output of a metric frame with the input header.
+
+        The messages come from ros/msgs/metric_outputs.py (also what tt-depth-batch writes);
+        depth and depth/camera_info always go out, the optional ones when someone listens.
+        """
+        pubs = {DEPTH: self._pub_depth, COMPRESSED: self._pub_compressed, INFO: self._pub_info,
+                POINTS: self._pub_points, COLORIZED: self._pub_color}
+
+        def listening(topic: str) -> bool:
+            return pubs[topic] is not None and pubs[topic].get_subscription_count() > 0
+
+        for topic, msg in metric_output_msgs(self.params, header, frame, listening,
+                                             self._cloud_buffer):
+            pubs[topic].publish(msg)
         return True
 
     def compressed_depth_publisher(self, add_publisher):
@@ -213,15 +204,36 @@ class DepthNode(PerceptionLifecycleNode):
         """The compressedDepth twin of a published metric depth image (when someone listens)."""
         if pub is None or pub.get_subscription_count() == 0:
             return
-        p = self.params
-        pub.publish(compressed_depth_msg(depth, header, p['depth_encoding'],
-                                         p['compressed_depth_max_m'],
-                                         p['compressed_depth_quantization'],
-                                         p['compressed_depth_png_level']))
+        pub.publish(compressed_depth_for(self.params, depth, header))
 
     def diagnostics_extra(self) -> dict:
         """Model kind, focal and scale figures of the relative / NESTED handler."""
         return self.relative_nested.diagnostics() if self.relative_nested is not None else {}
+
+
+def validate_depth_params(p: dict) -> list[str]:
+    """Cross-parameter errors of depth node values `p` (network and expected sizes both-or-neither).
+
+    The node's configure and tt-depth-batch's parameter file check both call this.
+    """
+    nh, nw = p['network_height'], p['network_width']
+    errors = []
+    if (nh == 0) != (nw == 0):
+        errors.append('network_height and network_width must both be 0 or both be set')
+    elif nh and (nh % 14 or nw % 14):
+        errors.append(f'network size {nh}x{nw} must be multiples of 14')
+    if bool(p['expected_width']) != bool(p['expected_height']):
+        errors.append('expected_width and expected_height must both be 0 or both be set')
+    return errors
+
+
+def depth_frame_options(p: dict, is_metric: bool) -> FrameOptions:
+    """The DA3 frame path's options from depth node values `p` (the node and tt-depth-batch)."""
+    fixed = (p['network_height'], p['network_width'])
+    return FrameOptions(process_res=p['process_res'], fixed_size=fixed if fixed[0] else None,
+                        sky_mode=p['sky_mode'], sky_threshold=p['sky_threshold'],
+                        max_depth_m=(p['max_depth_m'] or None) if is_metric else None,
+                        output=p['output_resolution'], nested_focal_rescale=True)
 
 
 def params_markdown() -> str:

@@ -50,6 +50,31 @@ from tt_depth_ros.ros.runtime.tf_height import camera_height
 KINDS = ('anyview', 'nested', 'mono')
 
 
+def check_kind_params(p: dict, kind: str) -> None:
+    """Raise ValueError for depth node values `p` that a model of `kind` cannot honour.
+
+    The node's configure and tt-depth-batch call this with the kind of the built engine.
+    """
+    model = p['model']
+    if kind == 'metric' or kind not in KINDS:
+        if p['scale_source'] != 'none':
+            raise ValueError(f"scale_source={p['scale_source']!r} is for relative-depth "
+                             f'models; {model!r} predicts metres already (use none)')
+        if p['focal_source'] == 'estimated':
+            raise ValueError(f"focal_source='estimated': {model!r} does not estimate "
+                             'intrinsics (any-view and NESTED models do)')
+        return
+    if kind == 'nested' and p['scale_source'] != 'none':
+        raise ValueError(f"scale_source={p['scale_source']!r}: {model!r} predicts metres "
+                         '(NESTED); use none')
+    if kind == 'mono' and p['focal_source'] == 'estimated':
+        raise ValueError(f"focal_source='estimated': {model!r} does not estimate intrinsics")
+    if p['scale_source'] == 'camera_height' and not (p['camera_height_m'] > 0 or
+                                                      p['camera_height_frame']):
+        raise ValueError('scale_source=camera_height needs camera_height_m > 0 (metres, '
+                         'optical centre above the ground) or camera_height_frame (TF)')
+
+
 class RelativeNestedOutputs:
     """Publishers and per-frame publishing of the relative (any-view, mono) and NESTED kinds.
 
@@ -71,26 +96,9 @@ class RelativeNestedOutputs:
     @classmethod
     def for_node(cls, node) -> 'RelativeNestedOutputs | None':
         """The handler for the node's engine (None for metric models); ValueError if misused."""
-        p, kind = node.params, engine_kind(node.engine.info.details)
-        model = p['model']
-        if kind == 'metric' or kind not in KINDS:
-            if p['scale_source'] != 'none':
-                raise ValueError(f"scale_source={p['scale_source']!r} is for relative-depth "
-                                 f'models; {model!r} predicts metres already (use none)')
-            if p['focal_source'] == 'estimated':
-                raise ValueError(f"focal_source='estimated': {model!r} does not estimate "
-                                 'intrinsics (any-view and NESTED models do)')
-            return None
-        if kind == 'nested' and p['scale_source'] != 'none':
-            raise ValueError(f"scale_source={p['scale_source']!r}: {model!r} predicts metres "
-                             '(NESTED); use none')
-        if kind == 'mono' and p['focal_source'] == 'estimated':
-            raise ValueError(f"focal_source='estimated': {model!r} does not estimate intrinsics")
-        if p['scale_source'] == 'camera_height' and not (p['camera_height_m'] > 0 or
-                                                              p['camera_height_frame']):
-            raise ValueError('scale_source=camera_height needs camera_height_m > 0 (metres, '
-                             'optical centre above the ground) or camera_height_frame (TF)')
-        return cls(node, kind)
+        kind = engine_kind(node.engine.info.details)
+        check_kind_params(node.params, kind)
+        return None if kind == 'metric' or kind not in KINDS else cls(node, kind)
 
     # ---- topics ---------------------------------------------------------------------------
     def create_outputs(self, add_publisher) -> None:

@@ -108,6 +108,17 @@ def restamp(raw: bytes, stamp_ns: int) -> bytes:
     return bytes(buf)
 
 
+def zero_padded_cdr(raw: bytes, msgtype: str, typestore) -> bytes:
+    """The same message as `raw` with its CDR alignment padding zeroed.
+
+    rclpy's `serialize_message` leaves the padding bytes after strings and small fields
+    uninitialised (whatever the heap held), so the same message serializes differently run to run;
+    the DDS transport sends zeros there. Re-encoding with the `rosbags` typestore writes zeros:
+    bags written offline then hold the bytes a subscriber of the live topic receives.
+    """
+    return bytes(typestore.serialize_cdr(typestore.deserialize_cdr(raw, msgtype), msgtype))
+
+
 def default_typestore_distro() -> str:
     """'kilted' under rclpy >= 9, else 'jazzy' (the typestore whose RIHS01 hashes match)."""
     from importlib.metadata import PackageNotFoundError, version
