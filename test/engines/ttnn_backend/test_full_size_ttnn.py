@@ -29,6 +29,12 @@ def pcc(a, b) -> float:
 BYTES = {'FLOAT32': 4.0, 'BFLOAT16': 2.0, 'BFLOAT8_B': 1088 / 1024, 'UINT8': 1.0}
 
 
+@pytest.fixture(autouse=True)
+def no_weight_cache(ttnn, monkeypatch):
+    """Parity only: the converted-weight cache (GBs at full size) is tested in test_weights_ttnn."""
+    monkeypatch.setenv('TT_DEPTH_ROS_TTNN_CACHE', 'off')
+
+
 @pytest.fixture(scope='module')
 def da3_large():
     """Rule-v1 Large weights, the golden fixture and the torch all-bf16 control (once)."""
