@@ -154,5 +154,7 @@ def test_ros2_benchmark_layout_headline_is_the_peak_rate():
     assert two['BasicPerformanceMetrics.NUM_MISSED_FRAMES'] == 5
     assert two['BasicPerformanceMetrics.MAX_LATENCY'] == pytest.approx(50.0)
     assert set(r['per_offered_rate']) == {'10', '20'}
-    report['peak_throughput'] = {'peak_rate_hz': None}        # no peak: the highest rate
+    report['peak_throughput'] = {'peak_rate_hz': None}   # no peak: highest rate within 5 %
+    assert r2b_report(report)['headline_offered_rate_hz'] == 10.0
+    report['runs'] = report['runs'][1:]                   # none within 5 %: the lowest rate
     assert r2b_report(report)['headline_offered_rate_hz'] == 20.0

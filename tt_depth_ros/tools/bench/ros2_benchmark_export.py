@@ -3,7 +3,7 @@
 ros2_benchmark (r2b) writes one flat JSON object per benchmark: a `metadata` object and each
 concluded metric under `str(enum member)`, e.g. `"BasicPerformanceMetrics.MEAN_FRAME_RATE"`, the
 values in its units (ms, fps, frame counts). Its headline is the run at the peak sustainable rate,
-so ours is too: the runs at the peak search's answer (else the highest fixed rate), concluded as
+so ours is too: the runs at the peak search's answer (else see headline_rate), concluded as
 r2b concludes repeats (stats.conclude). Every offered rate follows under `per_offered_rate`;
 r2b has no latency percentiles, so those keep our `latency_pNN_ms` names beside its keys.
 """
@@ -23,11 +23,20 @@ def r2b_metrics(metrics: dict) -> dict:
 
 
 def headline_rate(runs: list[dict], peak: dict | None) -> float | None:
-    """The peak search's rate when it found one and ran there, else the highest rate run."""
-    rates = [float(r['rate_hz']) for r in runs]
+    """The rate r2b would report, its peak sustainable rate.
+
+    The peak search's answer when it found one and ran there, else the highest rate whose every
+    run kept drops within stats.DROP_LIMIT, else the lowest rate run (a node that keeps up
+    nowhere is reported where it came closest, not where it drowned).
+    """
+    rates = sorted({float(r['rate_hz']) for r in runs})
+    if not rates:
+        return None
     if peak and peak.get('peak_rate_hz') is not None and float(peak['peak_rate_hz']) in rates:
         return float(peak['peak_rate_hz'])
-    return max(rates) if rates else None
+    ok = [x for x in rates if all(st.accepted(r['metrics']) for r in runs
+                                  if float(r['rate_hz']) == x)]
+    return ok[-1] if ok else rates[0]
 
 
 def r2b_report(report: dict) -> dict:
