@@ -143,7 +143,8 @@ def test_report_page_renders_in_headless_chromium(demo, tmp_path):
     assert any(r.endswith('_ros2_benchmark.json') for r in linked)
     assert 'url(' not in dom_text.split('</style>')[0].split('<style>')[-1]
     if os.environ.get('TT_REPORT_SCREENSHOT'):     # the README picture ("The demo report")
-        from PIL import Image                    # matplotlib's dependency: a 256-colour PNG
+        from PIL import Image  # matplotlib's dependency: a 256-colour PNG
+
         small = cv2.resize(img, (600, 800), interpolation=cv2.INTER_AREA)
         Image.fromarray(small).quantize(256).save(os.environ['TT_REPORT_SCREENSHOT'],
                                                   optimize=True)
