@@ -35,19 +35,48 @@ except environment.ConformanceUnavailable as exc:
 PY
 }
 
+# The report-page test (test/tools/demo) renders demo_out/index.html in headless Chromium, the
+# Debian package "chromium": installed here when missing and this is root (apt-get, quiet); else
+# one line says the test will skip. In CI (CI=true) a Chromium that cannot be had is an error.
+chromium_env() {
+  echo "== headless Chromium (report page test)"
+  if command -v chromium >/dev/null; then echo "chromium: $(command -v chromium)"; return 0; fi
+  local ci; ci="$(echo "${CI:-}" | tr '[:upper:]' '[:lower:]')"
+  if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null; then
+    if [[ "$ci" == true ]]; then
+      echo "run_tests: Chromium is missing and cannot be installed here (needs root and apt-get)"
+      return 1
+    fi
+    echo "!!! Chromium is not installed and cannot be here (needs root and apt-get): the report page browser test will be skipped"
+    return 0
+  fi
+  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium)
+  if ! "${apt[@]}" >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null 2>&1 && "${apt[@]}" >/dev/null 2>&1 || {
+      echo "run_tests: apt-get install chromium failed"
+      [[ "$ci" == true ]] && return 1
+      echo "!!! the report page browser test will be skipped"; return 0; }
+  fi
+  echo "chromium installed: $(chromium --version 2>/dev/null)"
+}
+
 # The environments are independent (pip installs and two small CMake builds each): build them at
 # once, Kilted beside Jazzy followed by the ttnn side venv (which runs in .venv). Logs in order.
-echo "== environments (bootstrap jazzy + ttnn side env | bootstrap kilted, concurrently)"
+echo "== environments (bootstrap jazzy + ttnn side env | bootstrap kilted | Chromium, concurrently)"
 ( scripts/bootstrap.sh jazzy && ttnn_side_env ) >"$logs/env-jazzy.log" 2>&1 &
 env_jazzy=$!
 scripts/bootstrap.sh kilted >"$logs/env-kilted.log" 2>&1 &
 env_kilted=$!
-rc_j=0; rc_k=0
+chromium_env >"$logs/env-chromium.log" 2>&1 &
+env_chromium=$!
+rc_j=0; rc_k=0; rc_c=0
 wait "$env_jazzy" || rc_j=$?
 wait "$env_kilted" || rc_k=$?
-cat "$logs/env-jazzy.log" "$logs/env-kilted.log"
-if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then
-  echo "run_tests: environment setup failed (jazzy+ttnn exit $rc_j, kilted exit $rc_k)" >&2
+wait "$env_chromium" || rc_c=$?
+cat "$logs/env-jazzy.log" "$logs/env-kilted.log" "$logs/env-chromium.log"
+if [[ $rc_j -ne 0 || $rc_k -ne 0 || $rc_c -ne 0 ]]; then
+  echo "run_tests: environment setup failed (jazzy+ttnn exit $rc_j, kilted exit $rc_k," \
+    "chromium exit $rc_c)" >&2
   exit 1
 fi
 

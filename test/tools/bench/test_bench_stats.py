@@ -80,10 +80,26 @@ def test_report_json_is_strict_and_plots_are_pngs(tmp_path):
     path = bench_report.write_json({'a': math.nan, 'b': [math.inf, 1.0], 'c': {'d': (1, 2)}},
                                    tmp_path / 'r.json')
     assert json.loads(path.read_text()) == {'a': None, 'b': [None, 1.0], 'c': {'d': [1, 2]}}
-    runs = [{'label': '5 Hz', 't_s': [0.0, 0.2, 0.4], 'latency_ms': [10.0, 12.0, 11.0]}]
-    for fn, name in ((bench_plots.plot_latency, 'lat.png'), (bench_plots.plot_histogram,
-                                                            'hist.png')):
-        p = fn(runs, tmp_path / name)
+    runs = [{'rate_hz': 5.0, 'series': {'latency_ms': [10.0, 12.0, 11.0]},
+             'metrics': {st.MEAN_FRAME_RATE: 4.0, st.NUM_FRAMES_SENT: 10,
+                         st.NUM_MISSED_FRAMES: 2, 'num_received': 8,
+                         st.RECEIVED_DURATION: 2000.0}},
+            {'rate_hz': 5.0, 'series': {'latency_ms': [13.0]},
+             'metrics': {st.MEAN_FRAME_RATE: 5.0, st.NUM_FRAMES_SENT: 10,
+                         st.NUM_MISSED_FRAMES: 0, 'num_received': 10,
+                         st.RECEIVED_DURATION: 1800.0}},
+            {'rate_hz': 2.0, 'series': {'latency_ms': [9.0]},
+             'metrics': {st.NUM_FRAMES_SENT: 4, st.NUM_MISSED_FRAMES: 4}}]
+    by_rate = bench_plots.latency_by_rate(runs)
+    assert by_rate == {2.0: [9.0], 5.0: [10.0, 12.0, 11.0, 13.0]}      # repeats pooled, sorted
+    pts = bench_plots.throughput_points(runs)
+    assert pts == [{'rate_hz': 2.0, 'runs': 1, 'output_fps': None, 'r2b_mean_frame_rate': None,
+                    'frames_sent': 4, 'missed_frames': 4, 'drop_percent': 100.0},
+                   {'rate_hz': 5.0, 'runs': 2, 'output_fps': pytest.approx(4.25),  # 3.5 and 5
+                    'r2b_mean_frame_rate': 4.5, 'frames_sent': 20, 'missed_frames': 2,
+                    'drop_percent': 10.0}]
+    for p in (bench_plots.plot_latency_cdf(by_rate, tmp_path / 'cdf.png'),
+              bench_plots.plot_throughput(pts, tmp_path / 'thr.png')):
         assert p.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     p = bench_plots.plot_resources({'t_s': [0, 1], 'node_cpu_percent': [50, 80],
                                     'node_rss_mb': [300, 310]}, tmp_path / 'res.png')
@@ -116,3 +132,29 @@ def test_stereo_pose_accuracy_from_serialized_poses():
     assert res['rot_err_deg'] == pytest.approx(1.0, abs=1e-6)
     assert res['trans_dir_err_deg'] == pytest.approx(22.5, abs=1e-6)
     assert res['per_pair'][0]['trans_norm_ratio'] == pytest.approx(25.0)
+
+
+def test_ros2_benchmark_layout_headline_is_the_peak_rate():
+    from tt_depth_ros.tools.bench.ros2_benchmark_export import r2b_report
+    sent = {i: i * 100_000_000 for i in range(10)}             # 10 Hz, 10 frames
+    ok = st.basic_metrics(sent, {s: t + 20_000_000 for s, t in sent.items()})   # 20 ms each
+    lossy = st.basic_metrics(sent, {s: t + 50_000_000 for s, t in sent.items() if s % 2})
+    report = {'metadata': {'name': 'n', 'datetime': 'd', 'hostname': 'h', 'arch': 'a',
+                           'os': 'o'}, 'dataset': {'path': '/bag'},
+              'peak_throughput': {'peak_rate_hz': 10.0},
+              'runs': [{'rate_hz': 10.0, 'metrics': ok}, {'rate_hz': 20.0, 'metrics': lossy}]}
+    r = r2b_report(report)
+    assert r['headline_offered_rate_hz'] == 10.0 and r['headline_runs'] == 1
+    assert r['BasicPerformanceMetrics.MEAN_LATENCY'] == pytest.approx(20.0)
+    assert r['BasicPerformanceMetrics.NUM_MISSED_FRAMES'] == 0
+    assert r['BasicPerformanceMetrics.NUM_FRAMES_SENT'] == 10
+    assert r['latency_p99_ms'] == pytest.approx(20.0)
+    assert r['metadata']['BenchmarkMetadata.PEAK_THROUGHPUT_PREDICTION'] == 10.0
+    two = r['per_offered_rate']['20']
+    assert two['BasicPerformanceMetrics.NUM_MISSED_FRAMES'] == 5
+    assert two['BasicPerformanceMetrics.MAX_LATENCY'] == pytest.approx(50.0)
+    assert set(r['per_offered_rate']) == {'10', '20'}
+    report['peak_throughput'] = {'peak_rate_hz': None}   # no peak: highest rate within 5 %
+    assert r2b_report(report)['headline_offered_rate_hz'] == 10.0
+    report['runs'] = report['runs'][1:]                   # none within 5 %: the lowest rate
+    assert r2b_report(report)['headline_offered_rate_hz'] == 20.0

@@ -73,10 +73,44 @@ def test_tiny_model_report_complete(bag, tmp_path):
     acc = r['accuracy']
     assert acc['frames'] == 6 and acc['scale_alignment'].startswith('none')
     assert 0 <= acc['delta1'] <= 1 and acc['abs_rel'] >= 0
-    assert len(r['plots']) == 3
+    assert [Path(p).name for p in r['plots']] == [
+        f'depth_node_RANDOM-WEIGHTS_{k}.png' for k in ('latency_cdf', 'throughput', 'resources')]
     for p in r['plots']:
-        assert 'RANDOM-WEIGHTS' in Path(p).name
-        assert Path(p).read_bytes()[:4] == b'\x89PNG'
+        assert Path(p).read_bytes()[:4] == b'\x89PNG' and Path(p).stat().st_size > 10_000
+    # throughput vs offered rate: one point per rate run, its counts those of the runs there
+    rates = sorted({run['rate_hz'] for run in r['runs']})
+    assert [p['rate_hz'] for p in r['throughput_vs_rate']] == rates
+    for p in r['throughput_vs_rate']:
+        there = [run['metrics'] for run in r['runs'] if run['rate_hz'] == p['rate_hz']]
+        assert p['frames_sent'] == sum(m[st.NUM_FRAMES_SENT] for m in there)
+        assert p['missed_frames'] == sum(m[st.NUM_MISSED_FRAMES] for m in there)
+        assert p['drop_percent'] == pytest.approx(100 * p['missed_frames'] / p['frames_sent'])
+        assert 0 < p['output_fps'] <= 1.25 * p['rate_hz']      # a node cannot outrun its input
+        assert p['output_fps'] < p['r2b_mean_frame_rate']
+    # ros2_benchmark layout: in the report and beside it, headline = the peak search's rate
+    r2b = json.loads((out / 'depth_node_RANDOM-WEIGHTS_ros2_benchmark.json').read_text())
+    assert r2b == r['ros2_benchmark'] and r['ros2_benchmark_path'].endswith('_ros2_benchmark.json')
+    peak = r['peak_throughput']['peak_rate_hz']
+    kept_up = [p['rate_hz'] for p in r['throughput_vs_rate'] if all(
+        st.accepted(run['metrics']) for run in r['runs'] if run['rate_hz'] == p['rate_hz'])]
+    assert r2b['headline_offered_rate_hz'] == (
+        peak if peak is not None else kept_up[-1] if kept_up else min(rates))
+    assert r2b['metadata']['BenchmarkMetadata.NAME'] == r['metadata']['name']
+    for p in r['throughput_vs_rate']:
+        block = r2b['per_offered_rate'][f'{p["rate_hz"]:g}']
+        there = [run['metrics'] for run in r['runs'] if run['rate_hz'] == p['rate_hz']]
+        assert block['BasicPerformanceMetrics.NUM_MISSED_FRAMES'] == pytest.approx(
+            p['missed_frames'] / p['runs'])                   # <= 2 runs: the mean, as r2b
+        lat = [x for run in r['runs'] if run['rate_hz'] == p['rate_hz']
+               for x in run['series']['latency_ms']]
+        assert block['BasicPerformanceMetrics.MAX_LATENCY'] == pytest.approx(max(lat))
+        assert block['BasicPerformanceMetrics.MIN_LATENCY'] == pytest.approx(min(lat))
+        assert min(lat) <= block['BasicPerformanceMetrics.MEAN_LATENCY'] <= max(lat)
+        assert min(lat) <= block['latency_p50_ms'] <= block['latency_p99_ms'] <= max(lat)
+        fps = [m[st.MEAN_FRAME_RATE] for m in there]
+        assert min(fps) <= block['BasicPerformanceMetrics.MEAN_FRAME_RATE'] <= max(fps)
+        assert 0 < block['BasicPerformanceMetrics.MEAN_FRAME_RATE'] < 3 * p['rate_hz']
+        assert block['BasicPerformanceMetrics.MEAN_JITTER'] >= 0
 
 
 @pytest.mark.parametrize('scale', [1.0, 1.1])

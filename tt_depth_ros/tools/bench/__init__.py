@@ -3,7 +3,8 @@
 benchmark.py runs it (fixed rates, peak search, accuracy pass, optional trajectory pass of the
 pair node: trajectory.py); session.py its configuration and runs; node_process.py starts, brings
 up and stops the node under test; probe.py, resource_monitor.py, stats.py, report.py, plots.py
-measure and write the report; rule_v1_checkpoint.py writes a stand-in checkpoint when no real
+measure and write the report, ros2_benchmark_export.py the same figures in NVIDIA
+ros2_benchmark's JSON layout; rule_v1_checkpoint.py writes a stand-in checkpoint when no real
 weights can be had. Benchmarks print figures and never assert.
 
 Two homes for benchmarks, on purpose: this package holds what an installed package can run on any

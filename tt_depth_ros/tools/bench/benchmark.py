@@ -7,7 +7,10 @@ controlled rates (tools/bag/replay.Player); outputs are matched to inputs by hea
 (several rates, repeats), a peak-throughput search (highest rate with <= 5 % drops, bounded
 bisection), then an accuracy pass when the bag has ground-truth depth, then (`--trajectory`) the
 pair node in temporal mode per engine against the bag's ground-truth poses
-(tools/bench/trajectory.py: ATE after Sim(3) alignment, RPE). Writes a JSON report and PNG plots.
+(tools/bench/trajectory.py: ATE after Sim(3) alignment, RPE). Writes a JSON report, the same
+figures in ros2_benchmark's layout (`<name>_ros2_benchmark.json`: ros2_benchmark_export.py) and
+PNG plots (latency CDF per rate, throughput vs offered rate,
+resources).
 Usage: `python -m tt_depth_ros.tools.bench.benchmark --bag BAG --out DIR`.
 """
 from __future__ import annotations
@@ -170,14 +173,20 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
         node.destroy_node()
         rclpy.try_shutdown()
     from tt_depth_ros.tools.bench import plots as bench_plots
+    from tt_depth_ros.tools.bench.ros2_benchmark_export import r2b_report
     title = f'{cfg.name}{cfg.tag} ({report["backend"]["reported"] or cfg.backend})'
-    series = [{'label': r['label'], **r['series']} for r in s.runs]
     report['resources_series'] = s.resources.series()
+    report['throughput_vs_rate'] = bench_plots.throughput_points(s.runs)
     report['plots'] = [str(p) for p in (
-        bench_plots.plot_latency(series, out_dir / f'{stem}_latency.png', title),
-        bench_plots.plot_histogram(series, out_dir / f'{stem}_latency_hist.png', title),
+        bench_plots.plot_latency_cdf(bench_plots.latency_by_rate(s.runs),
+                                     out_dir / f'{stem}_latency_cdf.png', title),
+        bench_plots.plot_throughput(report['throughput_vs_rate'],
+                                    out_dir / f'{stem}_throughput.png', title),
         bench_plots.plot_resources(report['resources_series'], out_dir / f'{stem}_resources.png',
                                    title))]
+    report['ros2_benchmark'] = r2b_report(report)
+    report['ros2_benchmark_path'] = str(rep.write_json(
+        report['ros2_benchmark'], out_dir / f'{stem}_ros2_benchmark.json'))
     report['report_path'] = str(out_dir / f'{stem}.json')
     rep.write_json(report, out_dir / f'{stem}.json')
     log(f'wrote {report["report_path"]} and {len(report["plots"])} plots')

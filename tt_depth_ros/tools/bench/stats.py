@@ -30,6 +30,17 @@ MAX_JITTER = 'Max. Frame-to-Frame Jitter (ms)'
 MIN_JITTER = 'Min. Frame-to-Frame Jitter (ms)'
 MEAN_JITTER = 'Mean Frame-to-Frame Jitter (ms)'
 STD_DEV_JITTER = 'Frame-to-Frame Jitter Std. Deviation (ms)'
+# Member names of those BasicPerformanceMetrics values: ros2_benchmark's JSON export writes
+# each key as str(member), e.g. 'BasicPerformanceMetrics.MEAN_FRAME_RATE'.
+BASIC_MEMBERS = {
+    'RECEIVED_DURATION': RECEIVED_DURATION, 'MEAN_PLAYBACK_FRAME_RATE': MEAN_PLAYBACK_FRAME_RATE,
+    'MEAN_FRAME_RATE': MEAN_FRAME_RATE, 'NUM_MISSED_FRAMES': NUM_MISSED_FRAMES,
+    'NUM_FRAMES_SENT': NUM_FRAMES_SENT, 'FIRST_SENT_RECEIVED_LATENCY': FIRST_SENT_RECEIVED_LATENCY,
+    'LAST_SENT_RECEIVED_LATENCY': LAST_SENT_RECEIVED_LATENCY,
+    'FIRST_INPUT_LATENCY': FIRST_INPUT_LATENCY, 'LAST_INPUT_LATENCY': LAST_INPUT_LATENCY,
+    'MAX_LATENCY': MAX_LATENCY, 'MIN_LATENCY': MIN_LATENCY, 'MEAN_LATENCY': MEAN_LATENCY,
+    'MAX_JITTER': MAX_JITTER, 'MIN_JITTER': MIN_JITTER, 'MEAN_JITTER': MEAN_JITTER,
+    'STD_DEV_JITTER': STD_DEV_JITTER}
 # ros2_benchmark ResourceMetrics values used here (whole-machine CPU).
 BASELINE_CPU = 'Baseline Overall CPU Utilization (%)'
 MAX_CPU = 'Max. Overall CPU Utilization (%)'

@@ -98,7 +98,7 @@ def anyview_pass(ros, bag: Path, out: Path, w, backend: str, process_res: int, m
         scales.append(s.value)
         per_frame.append(acc.depth_metrics(rel * s.value, truth))
         path = out / f'anyview_depth_{i:03d}{tag}.png'
-        write_png(path, depth_panel(decode_rgb(frame), rel * s.value, truth))
+        write_png(path, depth_panel(decode_rgb(frame), rel * s.value, truth, unit='relative'))
         files.append(str(path))
     conf = [float(np.nanmean(decode_depth(c))) for c in conf_mon.payloads.values()]
     first_k = next((k_mon.payloads[s] for s in index if s in k_mon.payloads), None)

@@ -7,7 +7,8 @@ record its outputs; write colorized depth panels [input | prediction | ground tr
 and per-frame accuracy; run the depth node again with DA3-SMALL, a relative any-view model
 (tools/demo/anyview.py; offline: the tiny any-view config with rule-v1 + X1 weights, labelled
 as a stand-in); run the pair node (DUSt3R, stereo) when it is installed; run the
-benchmark (JSON + plots). Exit 0 when the pipeline ran. `python -m tt_depth_ros.tools.demo.run`;
+benchmark (JSON + plots); write demo_out/index.html, one self-contained page of it all
+(tools/demo/report_page.py). Exit 0 when the pipeline ran. `python -m tt_depth_ros.tools.demo.run`;
 PAIR_WEIGHTS=/path selects the DUSt3R file, ANYVIEW_WEIGHTS=/path the DA3-SMALL file;
 --offline (or HF_HUB_OFFLINE=1) skips downloads.
 """
@@ -36,6 +37,7 @@ from tt_depth_ros.tools.bench.node_process import bring_up, require, start_node,
 from tt_depth_ros.tools.bench.session import BenchConfig
 from tt_depth_ros.tools.demo import anyview as demo_anyview
 from tt_depth_ros.tools.demo.outputs import depth_panel
+from tt_depth_ros.tools.demo.report_page import write_report_page
 from tt_depth_ros.tools.demo.weights import RANDOM_TAG, choose_weights
 
 
@@ -286,11 +288,18 @@ def main(argv: list[str] | None = None) -> int:
         log(f'[benchmark] rates {rates} Hz, peak search up to {bench.peak_hi_hz} Hz')
         b = run_benchmark(bench, log=log)
         report['benchmark'] = {'json': b['report_path'], 'plots': b['plots'],
-                               'fixed_rate': b['fixed_rate'], 'peak': b['peak_throughput']}
+                               'fixed_rate': b['fixed_rate'], 'peak': b['peak_throughput'],
+                               'throughput_vs_rate': b['throughput_vs_rate'],
+                               'ros2_benchmark': b['ros2_benchmark'],
+                               'ros2_benchmark_json': b['ros2_benchmark_path']}
     report['wall_s'] = time.monotonic() - t0
+    report['report_path'] = str(out / f'demo_report{tag}.json')
+    report['log_path'] = str(out / f'demo{tag}.log')
     path = write_json(report, out / f'demo_report{tag}.json')
     (out / f'demo{tag}.log').write_text('\n'.join(lines) + '\n')
-    log(f'done in {report["wall_s"]:.0f} s: {path}' + (f'  [{RANDOM_TAG}]' if random else ''))
+    page = write_report_page(report, out)
+    log(f'done in {report["wall_s"]:.0f} s: {path}; open {page} in a browser'
+        + (f'  [{RANDOM_TAG}]' if random else ''))
     return 0
 
 
