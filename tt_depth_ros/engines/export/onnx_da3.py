@@ -140,14 +140,6 @@ def _versions() -> dict:
             'onnxruntime': onnxruntime.__version__, 'tt_depth_ros': pkg}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 22), b''):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype: str = 'fp32',
                     weights: Optional[str] = None, revision: Optional[str] = None,
                     state_dict: Optional[Mapping[str, Any]] = None, opset: int = DEFAULT_OPSET,
@@ -258,7 +250,7 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
                      'operators': dict(sorted(ops.items()))},
         'versions': _versions(),
     }
-    write_sidecar(out, {**data, 'file_sha256': _sha256(out)})
+    write_sidecar(out, {**data, 'file_sha256': sha256_file(out)})
     try:
         engine = OnnxRuntimeEngine(out, provider=DEFAULT_PROVIDER, model=model)
         ours = engine.infer(image)
@@ -271,7 +263,7 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
                'passed': bool(passed)}
     except Exception as e:  # noqa: BLE001 (e.g. an fp16 kernel the CPU EP lacks): recorded
         par = {'error': f'{type(e).__name__}: {e}', 'passed': False}
-    data = {**data, 'file_sha256': _sha256(out), 'parity': par}
+    data = {**data, 'file_sha256': sha256_file(out), 'parity': par}
     write_sidecar(out, data)
     log(f'wrote {out} and its sidecar; parity: {par}')
     return data

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tt_depth_ros import __version__
 from tt_depth_ros.engines import registry
+from tt_depth_ros.engines.weights import sha256_file
 
 TOOL = 'tt-depth-batch'
 MANIFEST_SUFFIX = '.manifest.json'
@@ -27,15 +28,6 @@ PARTIAL_SUFFIX = '.partial'
 def canonical_sha256(obj) -> str:
     """sha256 of the canonical JSON of `obj` (sorted keys)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of one file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with Path(path).open('rb') as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b''):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def weights_identity(p: dict) -> dict:
@@ -52,7 +44,7 @@ def weights_identity(p: dict) -> dict:
         if not path.is_file():
             raise FileNotFoundError(f"weights_path {path} is not a file; fix the parameter file's "
                                     'weights_path or leave it empty for the pinned download')
-        return {'source': str(path.resolve()), 'sha256': file_sha256(path)}
+        return {'source': str(path.resolve()), 'sha256': sha256_file(path)}
     spec = registry.model(p['model']).weights
     if spec is None:
         raise ValueError(f"model {p['model']!r} has no published weights: set weights_path")
