@@ -6,7 +6,8 @@
 # Most tests wait (ROS nodes in other processes, lifecycle transitions, timeouts) rather than
 # compute, so both distros' runs go at once, each spread over pytest-xdist workers (every worker
 # its own ROS domain: test/conftest.py). The tests marked `serial` (timing bounds that CPU load
-# would stretch) then run one at a time per distro with nothing else running.
+# would stretch) then run one at a time per distro with nothing else running, and last the ones
+# marked `alone` (they need most of the memory) by themselves.
 #   TT_TEST_WORKERS_JAZZY / TT_TEST_WORKERS_KILTED   -> workers per distro (default 3 and 2)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -160,7 +161,7 @@ run_pytest .venv-kilted kilted "$domain_k" "${xdist_k[@]}" -m 'ros and not seria
   >"$logs/kilted.log" 2>&1 &
 kilted=$!
 rc_j=0; rc_k=0
-run_pytest .venv jazzy "$domain_j" "${xdist_j[@]}" -m 'not serial' test || rc_j=$?
+run_pytest .venv jazzy "$domain_j" "${xdist_j[@]}" -m 'not serial and not alone' test || rc_j=$?
 wait "$kilted" || rc_k=$?
 cat "$logs/kilted.log"
 if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then exit 1; fi
@@ -172,8 +173,11 @@ run_pytest .venv-kilted kilted-serial "$domain_k" --reverse-order -m 'ros and se
   >"$logs/kilted-serial.log" 2>&1 &
 kilted=$!
 rc_j=0; rc_k=0
-run_pytest .venv jazzy-serial "$domain_j" -m serial test || rc_j=$?
+run_pytest .venv jazzy-serial "$domain_j" -m 'serial and not alone' test || rc_j=$?
 wait "$kilted" || rc_k=$?
 cat "$logs/kilted-serial.log"
 if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then exit 1; fi
+
+# 3. By itself: the tests marked `alone` (most of the machine's memory; none is a `ros` test).
+run_pytest .venv jazzy-alone "$domain_j" -m alone test
 echo "run_tests: all passed in $(( $(date +%s) - t0 )) s"

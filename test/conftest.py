@@ -59,6 +59,9 @@ def pytest_collection_modifyitems(config, items):
     if config.getoption('reverse_order'):
         items.reverse()
     for item in items:
+        if item.get_closest_marker('alone') and item.get_closest_marker('ros'):
+            raise pytest.UsageError(f'{item.nodeid}: `alone` tests run on Jazzy only (run_tests.sh '
+                                    'step 3); a `ros` test cannot be one')
         if item.get_closest_marker('slow') and not item.get_closest_marker('xdist_group'):
             item.add_marker(pytest.mark.xdist_group('full_size'))
 

@@ -20,6 +20,7 @@ from tt_depth_ros.models.weight_rule import rule_v1_state_dict as _generate
 from tt_depth_ros.models.weight_rule import rule_v1_tensor  # noqa: F401
 
 CACHE_MIN_VALUES = 50_000_000
+"""Smaller state dicts (the tiny models) are generated in well under a second: not cached."""
 
 
 def rule_v1_state_dict(key_shapes: dict[str, tuple[int, ...]],
@@ -29,15 +30,36 @@ def rule_v1_state_dict(key_shapes: dict[str, tuple[int, ...]],
     folder = os.environ.get('TT_DEPTH_ROS_RULE_CACHE', '').strip()
     if not folder or sum(math.prod(s) for s in shapes.values()) < CACHE_MIN_VALUES:
         return _generate(shapes, x1=x1)
-    from safetensors.numpy import load_file, save_file
     digest = hashlib.sha256(json.dumps([list(shapes.items()), x1]).encode()).hexdigest()[:20]
-    path = Path(folder) / f'rule_v1_{digest}.safetensors'
-    if path.exists():
-        loaded = load_file(str(path))
-        return {k: loaded[k] for k in shapes}
+    data, index = (Path(folder) / f'rule_v1_{digest}{ext}' for ext in ('.bin', '.json'))
+    if index.exists():
+        return _read(data, json.loads(index.read_text()), shapes)
     sd = _generate(shapes, x1=x1)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f'.{os.getpid()}.tmp')
-    save_file(sd, str(tmp))
-    os.replace(tmp, path)          # atomic: a concurrent reader sees the whole file or none
+    _write(data, index, sd)
     return sd
+
+
+def _write(data: Path, index: Path, sd: dict[str, np.ndarray]) -> None:
+    """Raw float32 bytes, then the index: its appearance (atomic rename) says the data is whole."""
+    data.parent.mkdir(parents=True, exist_ok=True)
+    tag = f'.{os.getpid()}.tmp'
+    offsets, pos = {}, 0
+    with open(str(data) + tag, 'wb') as f:
+        for k, v in sd.items():
+            a = np.ascontiguousarray(v, dtype=np.float32)
+            f.write(memoryview(a).cast('B'))   # no copy of the array
+            offsets[k] = pos
+            pos += a.nbytes
+    os.replace(str(data) + tag, data)
+    Path(str(index) + tag).write_text(json.dumps(offsets))
+    os.replace(str(index) + tag, index)
+
+
+def _read(data: Path, offsets: dict[str, int], shapes) -> dict[str, np.ndarray]:
+    """Each tensor read straight into its own array (no second copy of the file in memory)."""
+    out = {}
+    with open(data, 'rb') as f:
+        for k, s in shapes.items():
+            f.seek(offsets[k])
+            out[k] = np.fromfile(f, dtype=np.float32, count=math.prod(s)).reshape(s)
+    return out
