@@ -80,10 +80,19 @@ def get_params(probe, node: str, names: list[str], timeout: float = 10.0) -> dic
 
 
 def wait_state(probe, node: str, state: str, timeout: float = 90.0, run: LaunchRun | None = None):
-    """Wait until `node`'s lifecycle state is `state` (the launch log in the failure message)."""
+    """Wait until `node`'s lifecycle state is `state` (the launch log in the failure message).
+
+    Each GetState call waits at most 5 s and is then asked again: a response the service sent
+    before the client's reader was matched is lost (Kilted's rmw logs "failed to send response
+    (timeout)"), and one long call would wait for it in vain.
+    """
+    def reached() -> bool:
+        try:
+            return probe.get_state(node, timeout=5.0) == state
+        except TimeoutError:
+            return False
     try:
-        wait_for(lambda: probe.get_state(node, timeout=timeout) == state, timeout, interval=0.3,
-                 what=f'{node} {state}')
+        wait_for(reached, timeout, interval=0.3, what=f'{node} {state}')
     except TimeoutError as exc:
         raise AssertionError(f'{exc}\n{run.log() if run else ""}') from None
 
