@@ -6,8 +6,8 @@
 # Most tests wait (ROS nodes in other processes, lifecycle transitions, timeouts) rather than
 # compute, so both distros' runs go at once, each spread over pytest-xdist workers (every worker
 # its own ROS domain: test/conftest.py). The tests marked `serial` (timing bounds that CPU load
-# would stretch) then run one at a time with nothing else running, and last the ones marked
-# `alone` (they need most of the memory) by themselves.
+# would stretch) then run one at a time per distro with nothing else running, and last the ones
+# marked `alone` (they need most of the memory) by themselves.
 #   TT_TEST_WORKERS_JAZZY / TT_TEST_WORKERS_KILTED   -> workers per distro (default 3 and 2)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -166,10 +166,17 @@ wait "$kilted" || rc_k=$?
 cat "$logs/kilted.log"
 if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then exit 1; fi
 
-# 2. Alone, one at a time: the `serial` tests on Jazzy, then their `ros` ones on Kilted. (Both
-#    distros at once was tried: the signal-burst test of each tripled to ~130 s beside the other.)
-run_pytest .venv jazzy-serial "$domain_j" -m 'serial and not alone' test
-run_pytest .venv-kilted kilted-serial "$domain_k" -m 'ros and serial' test
+# 2. With nothing else running: the `serial` tests on Jazzy and, at the same time, their `ros` ones
+#    on Kilted in reverse order, so that at most one test per distro runs and the two distros meet
+#    their heaviest tests (signal bursts, overload) at different times.
+run_pytest .venv-kilted kilted-serial "$domain_k" --reverse-order -m 'ros and serial' test \
+  >"$logs/kilted-serial.log" 2>&1 &
+kilted=$!
+rc_j=0; rc_k=0
+run_pytest .venv jazzy-serial "$domain_j" -m 'serial and not alone' test || rc_j=$?
+wait "$kilted" || rc_k=$?
+cat "$logs/kilted-serial.log"
+if [[ $rc_j -ne 0 || $rc_k -ne 0 ]]; then exit 1; fi
 
 # 3. By itself: the tests marked `alone` (most of the machine's memory; none is a `ros` test).
 run_pytest .venv jazzy-alone "$domain_j" -m alone test

@@ -46,9 +46,18 @@ import pytest  # noqa: E402
 from support.procs import clean_stale_fastdds_shm  # noqa: E402
 
 
+def pytest_addoption(parser):
+    parser.addoption('--reverse-order', action='store_true',
+                     help='run the selected tests in reverse collection order (run_tests.sh: the '
+                          "two distros' serial passes run at once and so meet their heaviest tests "
+                          'at different times)')
+
+
 @pytest.hookimpl(tryfirst=True)   # before xdist's loadgroup reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Full-size model tests (`slow`, up to ~14 GB RAM) share one xdist group: one at a time."""
+    if config.getoption('reverse_order'):
+        items.reverse()
     for item in items:
         if item.get_closest_marker('alone') and item.get_closest_marker('ros'):
             raise pytest.UsageError(f'{item.nodeid}: `alone` tests run on Jazzy only (run_tests.sh '
