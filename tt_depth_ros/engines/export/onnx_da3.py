@@ -25,14 +25,10 @@ from torch import nn
 
 from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.export.sidecar import METRIC_SCALE, write_sidecar
-from tt_depth_ros.engines.onnxruntime.engine import (
-    DEFAULT_PROVIDER,
-    OnnxRuntimeEngine,
-    normalise_nchw,
-)
+from tt_depth_ros.engines.onnxruntime.engine import DEFAULT_PROVIDER, OnnxRuntimeEngine
 from tt_depth_ros.engines.torch.da3 import build_model, build_torch_engine
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights, sha256_file
-from tt_depth_ros.geometry.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
+from tt_depth_ros.geometry.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD, normalize
 
 MIN_OPSET = 17
 DEFAULT_OPSET = 18
@@ -211,7 +207,7 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
     outputs = _outputs(spec.kind, h, w)
     names = [o['name'] for o in outputs]
     graph = _ExportGraph(net, names).eval()
-    x = torch.from_numpy(normalise_nchw(image, IMAGENET_MEAN, IMAGENET_STD))
+    x = torch.from_numpy(normalize(image)[None])
     out.parent.mkdir(parents=True, exist_ok=True)
     log(f'exporting {model} {h}x{w} {dtype} to {out} (opset {opset}, {exporter})')
     import warnings

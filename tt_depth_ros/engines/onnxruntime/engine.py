@@ -30,17 +30,10 @@ from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.engines.export.sidecar import read_sidecar
 from tt_depth_ros.engines.select import BackendUnavailableError
+from tt_depth_ros.geometry.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD, normalize
 
 DEFAULT_PROVIDER = 'CPUExecutionProvider'
 _log = logging.getLogger(__name__)
-
-
-def normalise_nchw(image: np.ndarray, mean, std) -> np.ndarray:
-    """uint8 (H, W, 3) RGB -> (1, 3, H, W) float32 (x/255 - mean) / std, as the torch engine."""
-    x = image.astype(np.float32).transpose(2, 0, 1)[None] / np.float32(255.0)
-    m = np.asarray(mean, np.float32).reshape(1, 3, 1, 1)
-    s = np.asarray(std, np.float32).reshape(1, 3, 1, 1)
-    return np.ascontiguousarray((x - m) / s, dtype=np.float32)
 
 
 def _import_ort():
@@ -102,7 +95,11 @@ class OnnxRuntimeEngine(Engine):
         self._input = meta['input']['name']
         self._names = [o['name'] for o in meta['outputs']]
         pre = meta['preprocessing']
-        self._mean, self._std = pre['mean'], pre['std']
+        if not (np.allclose(pre['mean'], IMAGENET_MEAN, rtol=0, atol=1e-7)
+                and np.allclose(pre['std'], IMAGENET_STD, rtol=0, atol=1e-7)):
+            raise ValueError(f'{self._path}: sidecar normalisation mean {pre["mean"]} / std '
+                             f'{pre["std"]} is not the DA3 ImageNet one this engine applies; '
+                             're-export the file with `tt-depth export`')
         self._timings: dict[str, float] = {}
         self._closed = False
         self._log = logger if logger is not None else _log
@@ -146,7 +143,7 @@ class OnnxRuntimeEngine(Engine):
         shape = check_views(images, self.num_views)
         self._check_size(shape)
         t0 = time.perf_counter()
-        x = normalise_nchw(images[0], self._mean, self._std)
+        x = normalize(images[0])[None]      # the torch engine's (x/255 - mean) / std
         t1 = time.perf_counter()
         outs = self._session.run(self._names, {self._input: x})
         t2 = time.perf_counter()
