@@ -1,11 +1,14 @@
 """The RViz2 configs and the Foxglove layout name only topics and frames the launched nodes have.
 
 `ros2 launch tt_depth_ros depth.launch.py` and `pair.launch.py` run with their default arguments
-(so the default namespaces and topic names), `rviz:=true` (rviz2 is not installed here: one log
-line, the nodes run on) and a `config` copy that only swaps the network for an engine double
-(the known-depth engine; the synthetic-scene DUSt3R engine with a stereo baseline so the pose is
-metric and goes on /tf). The probe plays the cameras, stamping the optical frames the configs
-use. Then, for rviz/depth.rviz, rviz/pair.rviz and foxglove/tt_depth_ros.json:
+(so the default namespaces and topic names), `rviz:=true` and a `config` copy that only swaps the
+network for an engine double (the known-depth engine; the synthetic-scene DUSt3R engine with a
+stereo baseline so the pose is metric and goes on /tf). The probe plays the cameras, stamping the
+optical frames the configs use. RViz2 cannot be installed on these machines (no PyPI wheel;
+Debian's `rviz` is the ROS 1 one), so the depth launch runs with no rviz2 on PATH (one log line,
+the nodes run on) and the pair launch with a stand-in `rviz2` executable first on PATH that
+records its arguments: launch must start it with `-d` and the installed pair.rviz, and keep it
+running. Then, for rviz/depth.rviz, rviz/pair.rviz and foxglove/tt_depth_ros.json:
 
 - every topic a display or panel names is in the graph with the type that display renders, with
   one of the launched nodes at the other end (its publisher, or its subscription for the camera
@@ -96,21 +99,32 @@ def launched(launch_env, tmp_path_factory):
     """Both launch files with default arguments (config: engine doubles), and the probe."""
     folder = tmp_path_factory.mktemp('views')
     env = {**launch_env, 'PYTHONPATH': f'{TEST_DIR}:{launch_env.get("PYTHONPATH", "")}'}
-    rviz = 'false' if shutil.which('rviz2', path=env.get('PATH')) else 'true'
+    if shutil.which('rviz2', path=env.get('PATH')):
+        pytest.fail('a real rviz2 is on PATH: this test expects none (its stand-in covers it)')
+    fake_bin = folder / 'bin'
+    fake_bin.mkdir()
+    argv_file = folder / 'rviz2.argv'
+    rviz2 = fake_bin / 'rviz2'
+    rviz2.write_text('#!/bin/sh\n'       # records its argv (one per line), runs until signalled
+                     f'printf "%s\\n" "$@" > {argv_file}\n'
+                     "trap 'exit 0' INT TERM\n"
+                     'while :; do sleep 0.2; done\n')
+    rviz2.chmod(0o755)
+    pair_env = {**env, 'PATH': f'{fake_bin}{os.pathsep}{env.get("PATH", "")}'}
     depth_cfg = _with_engine('depth.yaml', folder / 'depth.yaml', KNOWN_ENGINE,
                              '{"base": 2.0, "gx": 0.002}', diagnostics_period=0.2)
     pair_cfg = _with_engine('pair.yaml', folder / 'pair.yaml', SCENE_ENGINE,
                             '{"mode": "stereo"}', network_size=PAIR_W, scale_source='baseline',
                             baseline_m=0.12, diagnostics_period=0.2)
     probe = RosProbe('views_probe')
-    runs = [LaunchRun(env, 'depth.launch.py', {'config': str(depth_cfg), 'rviz': rviz},
+    runs = [LaunchRun(env, 'depth.launch.py', {'config': str(depth_cfg), 'rviz': 'true'},
                       name='views-depth'),
-            LaunchRun(env, 'pair.launch.py', {'config': str(pair_cfg), 'rviz': rviz},
+            LaunchRun(pair_env, 'pair.launch.py', {'config': str(pair_cfg), 'rviz': 'true'},
                       name='views-pair')]
     try:
         wait_state(probe, '/camera/depth_node', 'active', run=runs[0])
         wait_state(probe, '/dust3r/pair_node', 'active', run=runs[1])
-        yield runs, probe, rviz
+        yield runs, probe, argv_file
     finally:
         for run in runs:
             run.close()
@@ -161,7 +175,7 @@ def _feed(probe, stop_when) -> None:
 
 
 def test_every_display_topic_and_frame_is_there(launched):
-    runs, probe, rviz = launched
+    runs, probe, argv_file = launched
     configs = {name: rviz_config(name) for name in ('depth.rviz', 'pair.rviz')}
     outputs = {}      # enabled output topic -> fixed frame its messages must carry
     for name, (frame, displays) in configs.items():
@@ -196,12 +210,15 @@ def test_every_display_topic_and_frame_is_there(launched):
         _assert_in_graph(probe, topic, allowed, 'foxglove/tt_depth_ros.json')
         if follow is not None and probe.got(topic):
             assert {m.header.frame_id for m in probe.got(topic)} == {follow}, topic
-    if rviz == 'true':
-        for run, cfg in zip(runs, ('depth.rviz', 'pair.rviz')):
-            log = run.log()
-            assert log.count('rviz2 is not on PATH') == 1, log
-            assert f'share/tt_depth_ros/rviz/{cfg}' in log, log       # the installed config
-            assert 'process has died' not in log, log
+    depth_log, pair_log = runs[0].log(), runs[1].log()
+    assert depth_log.count('rviz2 is not on PATH') == 1, depth_log
+    assert 'share/tt_depth_ros/rviz/depth.rviz' in depth_log, depth_log    # the installed config
+    flag, config = argv_file.read_text().splitlines()
+    assert flag == '-d' and config.endswith('share/tt_depth_ros/rviz/pair.rviz'), (flag, config)
+    assert Path(config).read_bytes() == (ROOT / 'rviz/pair.rviz').read_bytes()
+    assert 'rviz2 is not on PATH' not in pair_log, pair_log
+    for log in (depth_log, pair_log):
+        assert 'process has died' not in log, log       # rviz2 is still up, as are the nodes
 
 
 def test_configs_are_installed(launch_env):
