@@ -37,6 +37,23 @@ class _Trace:
         self.tid = tid
         self.records: list = []
         self.done = False
+        self._dead: list[list[int]] | None = None
+
+    def dead_after(self, i: int) -> list[int]:
+        """Ids of the values record `i` is the last to read or write: a replay drops them there.
+
+        Replays keep only what is still to be read (a full-size forward's intermediates, all
+        held, took ~10 GB); kept outputs live on in their tensors.
+        """
+        if self._dead is None:
+            last: dict[int, int] = {}
+            for j, (_, inputs, outputs) in enumerate(self.records):
+                for t in (*inputs, *outputs):
+                    last[t._id] = j
+            self._dead = [[] for _ in self.records]
+            for tid, j in last.items():
+                self._dead[j].append(tid)
+        return self._dead[i]
 
 
 class MeshDevice:
@@ -100,7 +117,7 @@ class MeshDevice:
         """Device tensors still allocated (kept trace outputs included)."""
         gc.collect()
         return [t for t in list(self._live.values())
-                if t._data is not None and not t._buffer_freed()]
+                if t._value is not None and not t._buffer_freed()]
 
     # -- program cache / trace ------------------------------------------------------------------
     def _launch(self, key) -> None:
@@ -187,7 +204,7 @@ def execute_trace(mesh_device, trace_id, *, cq_id=None, blocking=True) -> None:
     if tr is None:
         raise RuntimeError(f'TT_FATAL: trace {trace_id} does not exist (released or never ended)')
     env: dict[int, object] = {}   # values of the trace's own buffers during this replay
-    for fn, inputs, outputs in tr.records:
+    for i, (fn, inputs, outputs) in enumerate(tr.records):
         datas = []
         for t in inputs:
             d = env.get(t._id, t._data)
@@ -197,8 +214,10 @@ def execute_trace(mesh_device, trace_id, *, cq_id=None, blocking=True) -> None:
             datas.append(d)
         for out, value in zip(outputs, fn(datas)):
             env[out._id] = value
-            if out._data is not None:      # kept outputs receive the new values
+            if out._value is not None:     # kept outputs receive the new values
                 out._data = value
+        for tid in tr.dead_after(i):       # intermediates no later record reads
+            env.pop(tid, None)
 
 
 def release_trace(mesh_device, trace_id) -> None:

@@ -1,8 +1,9 @@
 """Op launch of the ttnn stand-in: eager execution or trace recording, program-cache keys.
 
 Every device op builds `fn(datas) -> [(data, logical_shape, dtype, layout), ...]` over the
-tile-padded input data. Eager: run it now. Capturing: run it on meta tensors for the output
-specs only, allocate NaN placeholders and record `fn` for `execute_trace`.
+tile-padded input data, and runs it on meta tensors at launch for the output specs. Eager: the
+outputs hold `fn` deferred (lazy.py: computed when first read). Capturing: allocate NaN
+placeholders and record `fn` for `execute_trace`.
 
 A placeholder is one NaN broadcast to the output's shape (no memory): a replay replaces it
 rather than writing into it, and a write into it before any replay fails loudly.
@@ -13,6 +14,7 @@ import math
 
 import torch
 
+from .lazy import defer
 from .tensor import Tensor
 from .types import DRAM_MEMORY_CONFIG
 
@@ -48,8 +50,8 @@ def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None,
     dev = device_of(name, inputs)
     dev._launch((name, tuple(spec_key(t) for t in inputs), static))
     mc = memory_config if memory_config is not None else DRAM_MEMORY_CONFIG
+    specs = fn([t._meta() for t in inputs])
     if dev._capturing is not None:
-        specs = fn([t._data.to('meta') for t in inputs])
         outs = [Tensor(_NAN.expand(tuple(d.shape)), shape, dtype, layout,
                        device=dev, memory_config=mc,
                        buffer=inputs[0]._buffer if view else None)
@@ -59,11 +61,11 @@ def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None,
         dev._capturing.records.append(
             (lambda datas: [r[0] for r in fn(datas)], list(inputs), outs))
         return outs
-    results = fn([t._data for t in inputs])
+    values = defer(fn, [t._value for t in inputs], [s[0] for s in specs])
     outs = []
-    for r in results:
-        o = Tensor(r[0], r[1], r[2], r[3], device=dev, memory_config=mc,
+    for v, s in zip(values, specs):
+        o = Tensor(v, s[1], s[2], s[3], device=dev, memory_config=mc,
                    buffer=inputs[0]._buffer if view else None)
-        o._pad_defined = r[4] if len(r) > 4 else True
+        o._pad_defined = s[4] if len(s) > 4 else True
         outs.append(o)
     return outs

@@ -33,6 +33,16 @@ def exact_on() -> bool:
     return _EXACT['on']
 
 
+@contextlib.contextmanager
+def arithmetic(*, exact: bool):
+    """Compute as `exact_arithmetic()` was when a deferred op was launched (lazy.py)."""
+    before, _EXACT['on'] = _EXACT['on'], exact
+    try:
+        yield
+    finally:
+        _EXACT['on'] = before
+
+
 def round_bf16(x: torch.Tensor) -> torch.Tensor:
     """Round float32 to the nearest bfloat16 (ties to even), returned as float32."""
     return x.to(torch.float32).to(torch.bfloat16).to(torch.float32)

@@ -18,6 +18,7 @@ import torch
 
 from . import numerics
 from .launch import launch
+from .tensor import Tensor
 from .types import DataType, Layout, MathFidelity
 
 TILE = numerics.TILE
@@ -215,9 +216,9 @@ def clamp(input_tensor, min=None, max=None, *, memory_config=None,  # noqa: A002
 
 
 def _binary(name, f, a, b, dtype, memory_config):
-    if not hasattr(a, '_data'):
+    if not isinstance(a, Tensor):
         raise RuntimeError(f'stand-in: {name}: first operand must be a tensor')
-    tensors = [a] + ([b] if hasattr(b, '_data') else [])
+    tensors = [a] + ([b] if isinstance(b, Tensor) else [])
     _require_tile(name, *tensors)
     scalar = None if len(tensors) == 2 else float(b)
     out_dtype = a.dtype if dtype is None else dtype

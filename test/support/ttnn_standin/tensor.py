@@ -19,6 +19,7 @@ import weakref
 import torch
 
 from . import numerics
+from .lazy import Pending
 from .types import DRAM_MEMORY_CONFIG, DataType, Layout, Shape
 
 _ids = itertools.count(1)
@@ -37,9 +38,9 @@ class DeviceBuffer:
 class Tensor:
     """A host or device tensor. Values are float32 holding exact values of `dtype`."""
 
-    def __init__(self, data: torch.Tensor, shape, dtype: DataType, layout: Layout, *,
+    def __init__(self, data: 'torch.Tensor | Pending', shape, dtype: DataType, layout: Layout, *,
                  device=None, memory_config=None, buffer: DeviceBuffer | None = None):
-        self._data = data
+        self._value = data          # torch tensor, Pending (eager op not computed yet), None
         self._shape = Shape(shape)
         self._dtype = dtype
         self._layout = layout
@@ -53,6 +54,23 @@ class Tensor:
             self._buffer = buffer if buffer is not None else DeviceBuffer()
             self._buffer.owners.add(self)
             device._register(self)
+
+    # -- values -------------------------------------------------------------------------------
+    @property
+    def _data(self) -> torch.Tensor | None:
+        """The stored (tile-padded, quantised) values; computes a deferred op's on first read."""
+        if isinstance(self._value, Pending):
+            self._value = self._value.value()
+        return self._value
+
+    @_data.setter
+    def _data(self, value) -> None:
+        self._value = value
+
+    def _meta(self) -> torch.Tensor:
+        """The stored data's meta tensor (shape and dtype), without computing anything."""
+        v = self._value
+        return v.meta if isinstance(v, Pending) else v.to('meta')
 
     # -- spec ---------------------------------------------------------------------------------
     @property
@@ -89,10 +107,10 @@ class Tensor:
         return 'StorageType.HOST' if self._device is None else 'StorageType.DEVICE'
 
     def is_allocated(self) -> bool:
-        return self._data is not None
+        return self._value is not None
 
     def buffer_address(self) -> int:
-        if self._data is None:
+        if self._value is None:
             raise RuntimeError(f'TT_FATAL: buffer_address: tensor {self._id} is deallocated')
         return self._buffer.address if self._buffer is not None else 0
 
@@ -105,8 +123,8 @@ class Tensor:
     # -- lifetime -----------------------------------------------------------------------------
     def deallocate(self, force: bool = True) -> None:
         buf = self._buffer
-        if buf is not None and self._data is not None and buf.freed_by is None:
-            others = [o for o in buf.owners if o is not self and o._data is not None]
+        if buf is not None and self._value is not None and buf.freed_by is None:
+            others = [o for o in buf.owners if o is not self and o._value is not None]
             if others and not force:
                 return                   # ttnn: a shared buffer stays while others hold it
             if others:
@@ -120,7 +138,7 @@ class Tensor:
         return self._buffer is not None and self._buffer.freed_by is not None
 
     def _check_alive(self, what: str) -> None:
-        if self._data is None:
+        if self._value is None:
             raise RuntimeError(f'TT_FATAL: {what}: tensor {self._id} is deallocated')
         if self._buffer_freed():
             raise RuntimeError(
@@ -138,7 +156,7 @@ class Tensor:
 
     def __del__(self):
         dev = getattr(self, '_device', None)
-        if dev is not None and getattr(self, '_data', None) is not None:
+        if dev is not None and getattr(self, '_value', None) is not None:
             dev._unregister(self)
 
 
