@@ -55,13 +55,17 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(tryfirst=True)   # before xdist's loadgroup reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Full-size model tests (`slow`, up to ~14 GB RAM) share one xdist group: one at a time."""
+    """Full-size model tests (`slow`) run one at a time per full-size group under xdist.
+
+    Two groups, so two workers run one full-size test each: `full_size_heavy` (marked in the
+    test files: the NESTED forward, ~8.8 GB peak, and the stand-in's DA3-Large/DUSt3R parity,
+    ~6.5 GB) and `full_size`, every other `slow` test (each under ~4 GB; the real-ttnn dry runs
+    hold theirs in their driver processes). At most ~13 GB at once beside the small tests, and
+    the two chains of ~6-7 min each no longer run end to end on one worker.
+    """
     if config.getoption('reverse_order'):
         items.reverse()
     for item in items:
-        if item.get_closest_marker('alone') and item.get_closest_marker('ros'):
-            raise pytest.UsageError(f'{item.nodeid}: `alone` tests run on Jazzy only (run_tests.sh '
-                                    'step 3); a `ros` test cannot be one')
         if item.get_closest_marker('slow') and not item.get_closest_marker('xdist_group'):
             item.add_marker(pytest.mark.xdist_group('full_size'))
 
@@ -71,8 +75,8 @@ def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup`, but a test without an xdist_group goes with the rest of its file.
 
     A file's tests share module fixtures (a launched node, a probe, a built model): one worker
-    runs the whole file, so they are set up once, as in a serial run. The full-size group starts
-    first (the longest chain of work), then the files in collection order.
+    runs the whole file, so they are set up once, as in a serial run. The full-size groups start
+    first, on two workers (the longest chains of work), then the files in collection order.
     """
     if config.getoption('dist') != 'loadgroup':
         return None
@@ -88,8 +92,9 @@ def pytest_xdist_make_scheduler(config, log):
         def _assign_work_unit(self, node) -> None:
             if not self._ordered:
                 self._ordered = True
-                if 'full_size' in self.workqueue:
-                    self.workqueue.move_to_end('full_size', last=False)
+                for group in ('full_size', 'full_size_heavy'):    # heavy ends up first
+                    if group in self.workqueue:
+                        self.workqueue.move_to_end(group, last=False)
             super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False
@@ -110,6 +115,7 @@ def pytest_runtest_protocol(item, nextitem):
     glibc keeps freed heap pages in the process: a worker that ran a full-size model would hold
     GBs for the rest of the run while the other workers need them.
     """
+    _reset_peak_rss()
     start, cpu0 = time.time(), _cpu_seconds()
     yield
     if os.environ.get('PYTEST_XDIST_WORKER'):
@@ -117,7 +123,7 @@ def pytest_runtest_protocol(item, nextitem):
                 or nextitem.module is not item.module):
             gc.collect()
         _malloc_trim()
-    _log_timeline(item.nodeid, start, time.time(), _cpu_seconds() - cpu0)
+    _log_timeline(item.nodeid, start, time.time(), _cpu_seconds() - cpu0, _peak_rss_gb())
 
 
 def _cpu_seconds() -> float:
@@ -127,18 +133,40 @@ def _cpu_seconds() -> float:
                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
-def _log_timeline(nodeid: str, start: float, end: float, cpu: float) -> None:
+def _reset_peak_rss() -> None:
+    """Start this process's peak-RSS count (VmHWM) afresh: Linux clear_refs, value 5."""
+    try:
+        with open('/proc/self/clear_refs', 'w') as f:
+            f.write('5')
+    except OSError:
+        pass
+
+
+def _peak_rss_gb() -> float:
+    """Peak resident memory of this process since _reset_peak_rss (0 where unknown)."""
+    try:
+        with open('/proc/self/status', encoding='ascii') as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return 0.0
+
+
+def _log_timeline(nodeid: str, start: float, end: float, cpu: float, peak_gb: float) -> None:
     """With TT_DEPTH_ROS_TEST_TIMELINE=<folder/prefix>, one line per test and worker.
 
-    Wall-clock start and end, and CPU seconds (the test process and the processes it waited
-    for): scripts/run_tests.sh prints when each worker went idle and which tests cost the most
-    CPU, the two things that bound the suite's wall time on 2 cores.
+    Wall-clock start and end, CPU seconds (the test process and the processes it waited for)
+    and the test process's peak RSS: scripts/run_tests.sh prints when each worker went idle,
+    which tests cost the most CPU and which the most memory, what bounds the suite's wall time
+    on 2 cores and which tests may run beside each other.
     """
     prefix = os.environ.get('TT_DEPTH_ROS_TEST_TIMELINE', '').strip()
     if prefix:
         worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
         with open(f'{prefix}.{worker}.tsv', 'a', encoding='utf-8') as f:
-            f.write(f'{start:.3f}\t{end:.3f}\t{cpu:.3f}\t{nodeid}\n')
+            f.write(f'{start:.3f}\t{end:.3f}\t{cpu:.3f}\t{nodeid}\t{peak_gb:.2f}\n')
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -140,6 +140,7 @@ def test_tiny_nested_is_both_branches_then_alignment():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group('full_size_heavy')    # ~8.8 GB peak: test/conftest.py
 @pytest.mark.skipif(os.environ.get('TT_DEPTH_SKIP_GIANT') == '1' and os.environ.get('CI') != 'true',
                     reason='TT_DEPTH_SKIP_GIANT=1: full-size NESTED (~9 GB RAM, ~70 s) skipped '
                            'on this developer machine (never in CI)')

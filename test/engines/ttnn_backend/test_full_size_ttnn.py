@@ -18,7 +18,8 @@ from support.da3_fixtures import large_key_shapes, load_png_rgb
 from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 
-pytestmark = pytest.mark.slow
+# The heavier of the two full-size groups (test/conftest.py), with the full-size NESTED forward.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('full_size_heavy')]
 
 
 def pcc(a, b) -> float:
@@ -76,7 +77,6 @@ def test_da3_large_280x504(ttnn, da3_large, dtype, gate):
     gc.collect()
 
 
-@pytest.mark.alone     # ~14.5 GB peak: beside other workers' tests it was killed for memory
 def test_dust3r_full_384x512(ttnn):
     keys = {k['key']: tuple(k['shape']) for k in dust3r_data.full_keys()}
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(keys).items()}
