@@ -58,10 +58,11 @@ def pytest_collection_modifyitems(config, items):
     """Full-size model tests (`slow`) run one at a time per full-size group under xdist.
 
     Two groups, so two workers run one full-size test each: `full_size_heavy` (marked in the
-    test files: the NESTED forward, ~8.8 GB peak, and the stand-in's DA3-Large/DUSt3R parity,
-    ~6.5 GB) and `full_size`, every other `slow` test (each under ~4 GB; the real-ttnn dry runs
-    hold theirs in their driver processes). At most ~13 GB at once beside the small tests, and
-    the two chains of ~6-7 min each no longer run end to end on one worker.
+    test files: the NESTED forward, ~8.7 GB peak, the stand-in's DA3-Large parity and the
+    any-view Large parity, ~4 GB each) and `full_size`, every other `slow` test (the stand-in's
+    DUSt3R ViT-L, ~6.2 GB, the rest under ~4 GB; the real-ttnn dry runs hold theirs in their
+    driver processes). At most ~15 GB at once beside the small tests, and two chains of about
+    210 CPU-s each instead of one of 420.
     """
     if config.getoption('reverse_order'):
         items.reverse()

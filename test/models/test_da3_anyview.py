@@ -218,6 +218,7 @@ def test_base_builds_from_its_key_list():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group('full_size_heavy')    # test/conftest.py
 def test_large_1_1_2v_parity():
     model = _model('da3-large-1.1').set_fused(True)
     g = anyview_golden('large_2v_280x504.npz')

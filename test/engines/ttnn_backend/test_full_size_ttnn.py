@@ -18,8 +18,7 @@ from support.da3_fixtures import large_key_shapes, load_png_rgb
 from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 
-# The heavier of the two full-size groups (test/conftest.py), with the full-size NESTED forward.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('full_size_heavy')]
+pytestmark = pytest.mark.slow
 
 
 def pcc(a, b) -> float:
@@ -55,6 +54,7 @@ def da3_large():
     gc.collect()
 
 
+@pytest.mark.xdist_group('full_size_heavy')    # test/conftest.py; the DUSt3R test: `full_size`
 @pytest.mark.parametrize('dtype,gate', [(None, 0.9999), ('bfloat16', 0.998)])
 def test_da3_large_280x504(ttnn, da3_large, dtype, gate):
     sd, g = da3_large
