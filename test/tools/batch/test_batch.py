@@ -97,6 +97,7 @@ def test_outputs_failures_and_manifests(run):
     for name in ('truncated', 'taken', 'notes'):
         assert f'{name}: FAILED' in proc.stderr
     assert 'failed' in proc.stdout and 'mcap_a' in proc.stdout   # the summary table
+    assert 'progress: 5/5 bags, 12 frames out' in proc.stderr    # one line per finished bag
     assert len({line.split()[2] for line in proc.stderr.splitlines()
                 if ': processing' in line}) == 2      # [pid]: the two bags in two pool workers
 

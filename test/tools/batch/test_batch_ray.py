@@ -28,6 +28,7 @@ from support.da3_fixtures import tiny_state_dict, write_safetensors
 from support.procs import ROOT
 from support.rosutil import TEST_DIR
 from tt_depth_ros.tools.bag import sample as sample_bag
+from tt_depth_ros.tools.batch.ray_runner import RayOptions, actor_demand, parse_resource
 
 GOOD = ('mcap_a', 'sql_b', 'mcap_c')
 RAY_ENV = {'RAY_USAGE_STATS_ENABLED': '0', 'RAY_enable_metrics_collection': '0',
@@ -176,3 +177,20 @@ def test_ray_address_without_a_head_is_a_usage_error(runs, tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f'no Ray head answers at 127.0.0.1:{port}' in proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+def test_actor_demand_follows_the_backend_unless_told():
+    """What one actor asks Ray for (no cluster needed)."""
+    def demand(backend, threads=0, **options):
+        return actor_demand(backend, threads, RayOptions('auto', **options))
+
+    assert demand('torch-cpu') == {'CPU': 1.0, 'GPU': 0.0}
+    assert demand('torch-cpu', 4) == {'CPU': 4.0, 'GPU': 0.0}
+    assert demand('torch-cuda') == {'CPU': 1.0, 'GPU': 1.0}
+    assert demand('ttnn') == {'CPU': 1.0, 'GPU': 0.0, 'tenstorrent': 1.0}
+    assert demand('ttnn', resources={'p150': 2.0}) == {'CPU': 1.0, 'GPU': 0.0, 'p150': 2.0}
+    assert demand('torch-cuda', num_gpus=0.5)['GPU'] == 0.5
+    assert parse_resource('tenstorrent=1') == ('tenstorrent', 1.0)
+    for bad in ('tenstorrent', 'tenstorrent=0', '=1', 'GPU=1', 'x=many'):
+        with pytest.raises(ValueError, match='NAME=AMOUNT'):
+            parse_resource(bad)
