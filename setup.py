@@ -18,6 +18,8 @@ setup(
         ('share/' + PACKAGE + '/foxglove', glob('foxglove/*.json')),
     ],
     install_requires=['setuptools'],
+    # tt-depth-batch --ray; plain ray (no dashboard deps), the pin of requirements/ray.txt
+    extras_require={'ray': ['ray==2.60.0']},
     zip_safe=True,
     maintainer='tt_depth_ros developers',
     maintainer_email='dev@tt-depth-ros.invalid',

@@ -4,7 +4,8 @@
 # system's wheels lie beside the clone (../shared/ros/launch: launch, launch_ros, the `ros2` CLI,
 # see its README) they are installed too and composition_interfaces is generated from its source,
 # so that the tests run the launch files the way users do. Idempotent: a stamp holding the hash of
-# every input makes a re-run with nothing changed take about a second.
+# every input makes a re-run with nothing changed take about a second. The Jazzy venv also gets the
+# optional Ray extra (requirements/ray.txt: `tt-depth-batch --ray`), whose tests run on Jazzy only.
 #
 #   scripts/bootstrap.sh [jazzy|kilted]      -> .venv (jazzy, default) or .venv-kilted
 #   TT_DEPTH_ROS_SHARED=/path/to/shared      -> where to look for <shared>/ros/launch (default ../shared)
@@ -25,6 +26,12 @@ inputs=(scripts/bootstrap.sh requirements/common.txt "requirements/$distro.txt"
 # The launch wheels are pure Python, built from the Jazzy branches; they also run on Kilted's rclpy.
 launch_dir="${TT_DEPTH_ROS_SHARED:-$root/../shared}/ros/launch"
 check_imports="import rclpy, torch, tf2_msgs.msg"
+extras=()
+if [[ "$distro" == jazzy ]]; then
+  extras=(-r "$root/requirements/ray.txt")
+  inputs+=(requirements/ray.txt)
+  check_imports+=", ray"
+fi
 if [[ -d "$launch_dir/wheels" ]]; then
   launch_dir="$(cd "$launch_dir" && pwd)"
   inputs+=(requirements/launch.txt)
@@ -52,7 +59,7 @@ echo "bootstrap[$distro]: building $venv with $($py --version)"
 # Python compiles what is imported on first import instead.
 pipi() { "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile -q "$@" 2>&1 \
            | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
-pipi -r "$root/requirements/common.txt" -r "$root/requirements/$distro.txt"
+pipi -r "$root/requirements/common.txt" -r "$root/requirements/$distro.txt" "${extras[@]}"
 echo "bootstrap[$distro]: python packages installed ($(elapsed) s)"
 
 # Interface packages without a wheel (tf2_msgs; composition_interfaces for launch_ros) are generated

@@ -41,6 +41,7 @@ PIP_ONLY = {
     'rosbags': 'pure-Python rosbag2 reader/writer of the tools; pip',
     'onnx': 'ONNX checker of `tt-depth export`; pip (no rosdep key)',
     'onnxruntime': 'the onnxruntime backend and the export parity run; pip (no rosdep key)',
+    'ray': "optional extra of `tt-depth-batch --ray`; pip install 'tt_depth_ros[ray]'",
 }
 #: Declared without a Python import: what the user runs the package with.
 DECLARED_FOR_TOOLS = {

@@ -16,4 +16,6 @@ A node selects one only through its read-only `engine_plugin: 'module:callable'`
 - slow_anyview_factory: not a plugin but a node entry point (`python -m
   support.fake_engines.slow_anyview_factory`) that replaces engines.factory.build_engine.
 - ground_truth: `GroundTruthEngine`, a bag's ground-truth depth (tools/bench tests).
+- dies_once: `tiny_dies_once`, the real tiny DA3 engine whose process SIGKILLs itself once,
+  mid-bag (tt-depth-batch --ray retries).
 """
