@@ -29,7 +29,7 @@ from tt_depth_ros.tools.batch import manifest as mf
 from tt_depth_ros.tools.batch import ray_runner
 from tt_depth_ros.tools.batch.bag_job import Settings, process_bag, setup_logging
 from tt_depth_ros.tools.batch.cameras import parse_camera
-from tt_depth_ros.tools.batch.params_file import ParamsFileError, load_depth_params
+from tt_depth_ros.tools.batch.params_file import ParamsFileError, load_node_params
 from tt_depth_ros.tools.batch.progress import Progress
 
 LOG = logging.getLogger('tt_depth_batch')
@@ -94,8 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('inputs', nargs='+', help='rosbag2 directories, directories of them, globs')
     ap.add_argument('--out', type=Path, required=True, help='output directory')
-    ap.add_argument('--params', type=Path, help="the depth node's parameter file "
-                    '(config/depth.yaml format); default: the node defaults')
+    ap.add_argument('--params', type=Path, help="the depth or pair node's parameter file "
+                    '(config/depth.yaml, config/pair.yaml: the node is told by its parameters); '
+                    "default: the depth node's defaults")
     ap.add_argument('--camera', action='append', default=[],
                     metavar='image=TOPIC,camera_info=TOPIC[,ns=NS]',
                     help='a camera (repeatable); default: every image_raw/image topic with a '
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         resources = dict(ray_runner.parse_resource(r) for r in a.ray_resources)
         if address is not None:
             ray_runner.import_ray()
-        params = load_depth_params(a.params)
+        node, params = load_node_params(a.params)
         if params['weights_path']:   # every process and node opens the same file
             params['weights_path'] = str(Path(params['weights_path']).resolve())
         cameras = [parse_camera(c) for c in a.camera]
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(params, cameras, out, a.force, a.torch_threads, weights)
+    settings = Settings(params, cameras, out, a.force, a.torch_threads, weights, node)
     progress = Progress(len(bags))
     t0 = time.monotonic()
     if address is not None:
