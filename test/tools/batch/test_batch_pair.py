@@ -24,7 +24,7 @@ from support.batch_runs import (
     same_payload,
     write_params_file,
 )
-from support.procs import python_cmd, ros_node_cmd, spawn
+from support.procs import python_cmd, ros_node_cmd, spawn, wait_for
 from support.rosutil import child_env
 from tt_depth_ros.tools.bag import sample as sample_bag
 
@@ -136,6 +136,9 @@ def test_poses_equal_the_pair_node_on_replay(run, tmp_path):
                         '--record-topic', *(f'{t}:{typ}' for t, typ in STEREO_TOPICS.items()))
     node = ros_node_cmd('tt_depth_ros.ros.pair', NS, PAIR, 'pair_node')
     with spawn(node, env=child_env(), name='batch-pair-node') as proc:
+        # the replay waits 10 s for subscribers: a node still building its engine (a loaded
+        # machine) would miss the first frames
+        wait_for(lambda: 'autostart: active' in proc.log_text(), 120, what='the node active')
         with spawn(replay, env=child_env(), name='batch-pair-replay') as play:
             play.wait(120)
             logs = f'--node--\n{proc.log_text()}\n--replay--\n{play.log_text()}'
