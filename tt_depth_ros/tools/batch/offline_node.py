@@ -1,7 +1,8 @@
-"""The pair node's host interface without rclpy: what its modes subscribe and publish, offline.
+"""A node's host interface without rclpy: what its parts subscribe and publish, offline.
 
 The pair node's per-pair work (ros/pair/stereo.py, temporal.py, steps.py, outputs.py, built by
-ros/pair/node.py `pair_work`) talks to its node through a few methods: subscribe, precheck,
+ros/pair/node.py `pair_work`) and the depth node's relative / NESTED outputs
+(ros/depth/relative_outputs.py) talk to their node through a few methods: subscribe, precheck,
 decode, camera view, prepare, reject, offer, publish. `OfflineNode` provides them over the
 node's own parts (ros/runtime/inputs.py admission and decoding, camera_views.py, rejects.py,
 engine_builder.py PreparedShapes) so tt-depth-batch runs that work unchanged: subscriptions are
@@ -82,6 +83,10 @@ class Subscription:
     def __init__(self, topic: str, msg_type, callback: Callable, image: bool) -> None:
         self.topic, self.msg_type, self.callback, self.image = topic, msg_type, callback, image
 
+    @property
+    def topic_name(self) -> str:
+        return self.topic
+
 
 class OfflineNode:
     """The node methods the pair node's modes, steps and outputs call (see the module docstring).
@@ -94,10 +99,11 @@ class OfflineNode:
         remap: {resolved name: bag topic}, as `--ros-args -r` would remap the node's inputs.
         sink: where published messages go: `sink(topic, msg_type, msg)`.
         logger: where the node's log lines go.
+        bag_topics: the input bag's topics (`count_publishers`: who would publish them).
     """
 
     def __init__(self, p: dict, engine, ns: str, remap: dict[str, str], sink: Callable,
-                 logger: OfflineLogger) -> None:
+                 logger: OfflineLogger, bag_topics=()) -> None:
         self.params = dict(p, camera_info_wait_s=0.0, metric_depth_wait_s=0.0)
         self.engine, self.ns, self._remap, self._sink = engine, ns, dict(remap), sink
         self._logger = logger
@@ -110,6 +116,8 @@ class OfflineNode:
                                        lambda: self.params['bad_input_log_period'])
         self.inputs = NodeInputs(None, self.params, None, self.stats, self.reject, None)
         self.camera_views = CameraViews(self.params, self.reject, logger)
+        self._bag_topics = set(bag_topics)
+        self.camera_info_sub: Subscription | None = None   # the depth node's (subscribe_...)
 
     def resolve(self, name: str) -> str:
         """A node topic name as ROS resolves it: in the namespace, then remapped."""
@@ -133,8 +141,18 @@ class OfflineNode:
         return sub
 
     def subscribe_camera_info(self, topic: str, key: str) -> Subscription:
-        return self.create_subscription(
+        self.camera_info_sub = self.create_subscription(
             CameraInfo, topic, lambda msg: self.camera_views.on_camera_info(key, topic, msg))
+        return self.camera_info_sub
+
+    @property
+    def camera_infos(self):
+        """Each camera's CameraInfos by stamp (ros/runtime/camera_info_sync.py)."""
+        return self.camera_views.store
+
+    def count_publishers(self, topic: str) -> int:
+        """1 when the input bag has `topic` (its recorder's publisher), else 0."""
+        return int(topic in self._bag_topics)
 
     def track_subscription(self, sub):
         return sub
@@ -174,3 +192,7 @@ class OfflineNode:
 
     def track_publisher(self, pub):
         return pub
+
+    def publish_compressed_depth(self, pub, depth, header) -> None:
+        from tt_depth_ros.ros.depth.node import publish_compressed_depth
+        publish_compressed_depth(self.params, pub, depth, header)

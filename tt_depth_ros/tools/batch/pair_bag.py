@@ -97,7 +97,7 @@ class PairBagJob:
 
     def __init__(self, engine, p: dict, logger) -> None:
         self.engine, self.p = engine, p
-        self.log = OfflineLogger(getattr(logger, '_prefix', ''))
+        self.log = logger
         self.stages: Counter = Counter()
 
     def run(self, bag: Path, cameras: list[Camera], out: Path) -> dict:
