@@ -156,17 +156,21 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(params, cameras, out, a.force, a.torch_threads, weights, node)
     progress = Progress(len(bags))
     t0 = time.monotonic()
-    if address is not None:
-        LOG.info(f'{len(bags)} bag(s) -> {out} with {params["model"]} ({params["backend"]}), '
-                 f'on Ray at {address!r}')
-        opts = ray_runner.RayOptions(address, a.workers, a.ray_num_gpus, resources, a.ray_retries)
-        try:
-            rows = ray_runner.run_on_ray(bags, settings, opts, progress)
-        except ray_runner.RayUnavailable as exc:
-            print(f'tt-depth-batch: {exc}', file=sys.stderr)
-            return 2
-    else:
-        rows = _run_local(bags, settings, min(a.workers or 1, len(bags)), progress)
+    try:
+        if address is not None:
+            LOG.info(f'{len(bags)} bag(s) -> {out} with {params["model"]} ({params["backend"]}), '
+                     f'on Ray at {address!r}')
+            opts = ray_runner.RayOptions(address, a.workers, a.ray_num_gpus, resources,
+                                         a.ray_retries)
+            try:
+                rows = ray_runner.run_on_ray(bags, settings, opts, progress)
+            except ray_runner.RayUnavailable as exc:
+                print(f'tt-depth-batch: {exc}', file=sys.stderr)
+                return 2
+        else:
+            rows = _run_local(bags, settings, min(a.workers or 1, len(bags)), progress)
+    finally:
+        progress.close()
     print(summary_table(rows))
     failed = sum(r['status'] == 'failed' for r in rows)
     frames = sum(r['frames_out'] for r in rows)
