@@ -1,10 +1,11 @@
-"""`tt-depth-batch`: run the depth node's work over many rosbag2, offline, one MCAP out per bag.
+"""`tt-depth-batch`: run a depth or pair node's work over many rosbag2, offline, one MCAP per bag.
 
     tt-depth-batch /data/bags/ 'more/*.mcap.d' --params config/depth.yaml --out depth_out/ \
         --camera image=/front/image_raw,camera_info=/front/camera_info --workers 2
 
-Per input bag `NAME`: `OUT/NAME` (an MCAP rosbag2 with the topics the depth node would publish,
-under the camera's namespace, header stamps and bag times of the source images) and
+Per input bag `NAME`: `OUT/NAME` (an MCAP rosbag2 with the topics the node of the parameter file
+would publish (depth_bag.py, pair_bag.py), under the camera's namespace, header stamps of the
+source images) and
 `OUT/NAME.manifest.json` (frames in/out, skipped frames by the node's reject reasons, timings,
 model, weights and parameter hashes, software versions, status ok/failed and why). A bag that
 fails (not a bag, corrupt or truncated, missing topics, no frame produced, a foreign file where
