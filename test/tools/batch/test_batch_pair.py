@@ -3,9 +3,8 @@
 The key check (same numbers as the node): for the sample bag's stereo pair, the poses
 (PoseStamped and /tf) the batch writes equal, within 1e-9, what the real pair node publishes when
 the same bag is replayed through it with the same parameters; the cloud and depth bytes are equal
-too. The engine is the
-real DUSt3R engine, tiny config with rule-v1 weights (random geometry: lenient PnP settings so
-every pair has a pose); temporal mode runs on the left camera alone.
+too. The engine is the real DUSt3R engine, tiny config with rule-v1 weights (random geometry:
+lenient PnP settings so every pair has a pose); temporal mode runs on the left camera alone.
 """
 import sys
 
