@@ -119,31 +119,43 @@ def test_stereo_needs_two_cameras_before_any_engine(run, tmp_path):
     assert 'engine' not in proc.stderr
 
 
+#: mode -> (bag topics replayed, remaps onto the node's inputs, pacing output, its params)
+REPLAY = {
+    'stereo': (['/camera/image_raw', '/camera/camera_info', '/camera_right/image_raw',
+                '/camera_right/camera_info'],
+               [f'/camera/image_raw:={NS}/camera1/image',
+                f'/camera/camera_info:={NS}/camera1/camera_info',
+                f'/camera_right/image_raw:={NS}/camera2/image',
+                f'/camera_right/camera_info:={NS}/camera2/camera_info'],
+               f'{NS}/points:sensor_msgs/msg/PointCloud2', PAIR),
+    'temporal': (['/camera/image_raw', '/camera/camera_info'],
+                 [f'/camera/image_raw:={NS}/image'],   # camera_info is already there
+                 f'{NS}/pose:geometry_msgs/msg/PoseStamped',
+                 dict(PAIR, mode='temporal', keyframe_every_n=1)),
+}
+
+
 @pytest.mark.ros
-def test_poses_equal_the_pair_node_on_replay(run, tmp_path):
+@pytest.mark.parametrize('mode', ['stereo', 'temporal'])
+def test_poses_equal_the_pair_node_on_replay(run, tmp_path, mode):
     """Replay the bag through a real pair node, record what it publishes, compare."""
     recorded = tmp_path / 'recorded'
-    remap = [f'/camera/image_raw:={NS}/camera1/image',
-             f'/camera/camera_info:={NS}/camera1/camera_info',
-             f'/camera_right/image_raw:={NS}/camera2/image',
-             f'/camera_right/camera_info:={NS}/camera2/camera_info']
-    replay = python_cmd('tt_depth_ros.tools.bag.replay', str(run['bag']),
-                        '--topics', '/camera/image_raw', '/camera/camera_info',
-                        '/camera_right/image_raw', '/camera_right/camera_info',
+    topics, remap, pace, params = REPLAY[mode]
+    replay = python_cmd('tt_depth_ros.tools.bag.replay', str(run['bag']), '--topics', *topics,
                         '--remap', *remap, '--frame-topic', '/camera/image_raw',
-                        '--as-fast-as', f'{NS}/points:sensor_msgs/msg/PointCloud2',
-                        '--wait-subscribers', '1', '--wait-all', '--record', str(recorded),
+                        '--as-fast-as', pace, '--wait-subscribers', '1', '--wait-all',
+                        '--record', str(recorded),
                         '--record-topic', *(f'{t}:{typ}' for t, typ in STEREO_TOPICS.items()))
-    node = ros_node_cmd('tt_depth_ros.ros.pair', NS, PAIR, 'pair_node')
-    with spawn(node, env=child_env(), name='batch-pair-node') as proc:
+    node = ros_node_cmd('tt_depth_ros.ros.pair', NS, params, 'pair_node')
+    with spawn(node, env=child_env(), name=f'batch-pair-node-{mode}') as proc:
         # the replay waits 10 s for subscribers: a node still building its engine (a loaded
         # machine) would miss the first frames
         wait_for(lambda: 'autostart: active' in proc.log_text(), 120, what='the node active')
-        with spawn(replay, env=child_env(), name='batch-pair-replay') as play:
+        with spawn(replay, env=child_env(), name=f'batch-pair-replay-{mode}') as play:
             play.wait(120)
             logs = f'--node--\n{proc.log_text()}\n--replay--\n{play.log_text()}'
             assert play.returncode == 0, logs
-    live, batch = bag_messages(recorded), bag_messages(run['root'] / 'stereo' / 'rig')
+    live, batch = bag_messages(recorded), bag_messages(run['root'] / mode / 'rig')
     raw = {k: [r for _, r in v] for k, v in live.items()}
     mine = {k: [r for _, r in v] for k, v in batch.items()}
     a, b = _poses(raw.get(f'{NS}/pose', [])), _poses(mine[f'{NS}/pose'])
@@ -152,10 +164,11 @@ def test_poses_equal_the_pair_node_on_replay(run, tmp_path):
         assert (sa, fa) == (sb, fb)
         assert np.max(np.abs(va - vb)) <= 1e-9, (va, vb)
     a, b = _tfs(raw['/tf']), _tfs(mine['/tf'])
-    assert [x[:3] for x in a] == [x[:3] for x in b]
+    assert len(a) == len(b) == CFG['frames'] and [x[:3] for x in a] == [x[:3] for x in b]
     assert all(np.max(np.abs(x[3] - y[3])) <= 1e-9 for x, y in zip(a, b))
-    for topic in (f'{NS}/points', f'{NS}/depth_unscaled'):
-        assert len(raw[topic]) == len(mine[topic]) == CFG['frames'], topic
+    for topic in (f'{NS}/points', f'{NS}/depth_unscaled'):   # temporal: none for the origin
+        n = CFG['frames'] - (mode == 'temporal')
+        assert len(raw[topic]) == len(mine[topic]) == n, topic
         assert all(same_payload(x, y) for x, y in zip(raw[topic], mine[topic])), topic
 
 
