@@ -123,7 +123,11 @@ class DepthBagJob:
 
     def __init__(self, engine: Engine, p: dict, logger: NodeLogger) -> None:
         kind = engine_kind(engine.info.details)
-        check_kind_params(p, kind)   # the node's configure check (ValueError: bag failed)
+        try:
+            check_kind_params(p, kind)   # the node's configure check
+        except ValueError as exc:
+            raise BagFailed(f'the depth node would not configure with these parameters: {exc}; '
+                            'fix the parameter file') from None
         self.engine, self.p, self.log, self.kind = engine, p, logger, kind
         self.path = DA3FramePath(engine, kind)
         self.prepared = PreparedShapes()
