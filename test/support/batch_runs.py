@@ -1,7 +1,7 @@
 """What the tt-depth-batch tests share: the tiny run's parameters, the CLI, reading outputs back.
 
-Used by test/tools/batch/test_batch.py (local runs) and test_batch_ray.py (Ray runs), which
-compare their outputs with the same readers.
+Used by test/tools/batch/test_batch.py, test_batch_pair.py, test_batch_relative.py (local runs)
+and test_batch_ray.py (Ray runs), which compare their outputs with the same readers.
 """
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ from support.procs import ROOT, python_cmd
 CFG = dict(width=64, height=48, frames=3)
 PARAMS = {'model': 'da3metric-tiny', 'backend': 'torch-cpu', 'process_res': 126,
           'points_format': 'xyzrgb', 'input_reliability': 'reliable'}
+#: The pair node's: the real tiny DUSt3R (rule-v1 weights, random geometry: lenient PnP so every
+#: pair has a pose), unscaled poses on /tf too, DUSt3R-unit depth.
+PAIR_PARAMS = {'mode': 'stereo',
+               'engine_plugin': 'support.fake_engines.pair_scene:tiny_dust3r_engine',
+               'network_size': 64, 'conf_threshold': 1.0, 'pnp_min_inliers': 4,
+               'pnp_min_inlier_ratio': 0.0, 'publish_tf': 'always',
+               'publish_unscaled_depth': True, 'input_reliability': 'reliable'}
 
 
 def run_batch(*args, timeout=180, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ from tf2_msgs.msg import TFMessage
 
 from support.batch_runs import (
     CFG,
+    PAIR_PARAMS,
     bag_messages,
     manifest,
     run_batch,
@@ -28,10 +29,7 @@ from support.procs import python_cmd, ros_node_cmd, spawn, wait_for
 from support.rosutil import child_env
 from tt_depth_ros.tools.bag import sample as sample_bag
 
-TINY_DUST3R = 'support.fake_engines.pair_scene:tiny_dust3r_engine'
-PAIR = {'mode': 'stereo', 'engine_plugin': TINY_DUST3R, 'network_size': 64,
-        'conf_threshold': 1.0, 'pnp_min_inliers': 4, 'pnp_min_inlier_ratio': 0.0,
-        'publish_tf': 'always', 'publish_unscaled_depth': True, 'input_reliability': 'reliable'}
+PAIR = PAIR_PARAMS
 ENV = child_env()   # test/ on PYTHONPATH: the engine plugin
 NS = '/camera'     # stereo: camera 1's namespace holds the node's outputs
 STEREO_TOPICS = {f'{NS}/pose': 'geometry_msgs/msg/PoseStamped', '/tf': 'tf2_msgs/msg/TFMessage',
