@@ -17,7 +17,7 @@ setup(
         ('share/' + PACKAGE + '/rviz', glob('rviz/*.rviz')),
         ('share/' + PACKAGE + '/foxglove', glob('foxglove/*.json')),
     ],
-    install_requires=['setuptools'],
+    install_requires=['setuptools', 'tqdm'],   # tqdm: tt-depth-batch's progress bar
     # tt-depth-batch --ray; plain ray (no dashboard deps), the pin of requirements/ray.txt
     extras_require={'ray': ['ray==2.60.0']},
     zip_safe=True,

@@ -31,6 +31,7 @@ ROSDEP_KEYS = {
     'launch': 'launch', 'launch_ros': 'launch_ros', 'ament_index_python': 'ament_index_python',
     'numpy': 'python3-numpy', 'cv2': 'python3-opencv', 'PIL': 'python3-pil',
     'yaml': 'python3-yaml', 'psutil': 'python3-psutil', 'matplotlib': 'python3-matplotlib',
+    'tqdm': 'python3-tqdm',
 }
 #: Imported, but not from rosdep: the model runtime and the bag library come from pip (README).
 PIP_ONLY = {

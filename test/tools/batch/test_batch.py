@@ -17,7 +17,15 @@ from rclpy.serialization import deserialize_message
 from rosbags.rosbag2 import Reader
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-from support.batch_runs import CFG, PARAMS, bag_messages, manifest, run_batch, write_params_file
+from support.batch_runs import (
+    CFG,
+    PARAMS,
+    bag_messages,
+    manifest,
+    run_batch,
+    same_payload,
+    write_params_file,
+)
 from support.da3_fixtures import tiny_state_dict, write_safetensors
 from support.procs import python_cmd, spawn
 from support.rosutil import child_env, depth_node_cmd
@@ -162,12 +170,6 @@ def test_ray_without_ray_installed_says_how_to_install_it(run, tmp_path):
     assert proc.returncode == 2 and 'NAME=AMOUNT' in proc.stderr, proc.stderr
 
 
-def _same_payload(received: bytes, written: bytes) -> bool:
-    """Byte-identical, except that the DDS transport may pad a payload with up to 3 zero bytes."""
-    tail = received[len(written):]
-    return received[:len(written)] == written and len(tail) < 4 and not tail.strip(b'\x00')
-
-
 @pytest.mark.ros
 def test_batch_bytes_equal_the_node_on_replay(run, tmp_path):
     """Replay mcap_a through a real depth node, record its outputs, compare with the batch bag."""
@@ -192,7 +194,7 @@ def test_batch_bytes_equal_the_node_on_replay(run, tmp_path):
         offline = [raw for _, raw in batch[topic]]
         assert len(live) == len(offline) == CFG['frames'], f'{topic}\n{logs}'
         for a, b in zip(live, offline):
-            assert _same_payload(a, b), topic
+            assert same_payload(a, b), topic
 
 
 if __name__ == '__main__':

@@ -23,7 +23,15 @@ import tempfile
 import psutil
 import pytest
 
-from support.batch_runs import CFG, PARAMS, bag_messages, manifest, run_batch, write_params_file
+from support.batch_runs import (
+    CFG,
+    PAIR_PARAMS,
+    PARAMS,
+    bag_messages,
+    manifest,
+    run_batch,
+    write_params_file,
+)
 from support.da3_fixtures import tiny_state_dict, write_safetensors
 from support.procs import ROOT
 from support.rosutil import TEST_DIR
@@ -194,3 +202,20 @@ def test_actor_demand_follows_the_backend_unless_told():
     for bad in ('tenstorrent', 'tenstorrent=0', '=1', 'GPU=1', 'x=many'):
         with pytest.raises(ValueError, match='NAME=AMOUNT'):
             parse_resource(bad)
+
+
+def test_pair_node_on_ray_equals_local(cluster, tmp_path):
+    """The pair node's work (stereo, tiny DUSt3R) on a Ray actor: the local run's bag exactly."""
+    sample_bag.generate(tmp_path / 'bags' / 'rig', sample_bag.SampleBagConfig(**CFG))
+    common = ('--params', write_params_file(tmp_path / 'pair.yaml', PAIR_PARAMS),
+              '--torch-threads', '1')
+    local = run_batch(tmp_path / 'bags', '--out', tmp_path / 'local', *common)
+    on_ray = run_batch(tmp_path / 'bags', '--out', tmp_path / 'ray', '--ray', cluster, *common)
+    assert local.returncode == 0 and on_ray.returncode == 0, on_ray.stdout + on_ray.stderr
+    m_local, m_ray = manifest(tmp_path / 'local', 'rig'), manifest(tmp_path / 'ray', 'rig')
+    assert m_ray['node'] == 'pair' and m_ray['execution']['runner'] == 'ray'
+    assert m_ray['frames'] == m_local['frames'] and m_ray['frames']['out'] == CFG['frames']
+    assert m_ray['fingerprint'] == m_local['fingerprint']
+    got = bag_messages(tmp_path / 'ray' / 'rig')
+    assert '/camera/pose' in got and '/tf' in got
+    assert got == bag_messages(tmp_path / 'local' / 'rig')

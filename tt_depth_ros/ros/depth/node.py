@@ -202,9 +202,7 @@ class DepthNode(PerceptionLifecycleNode):
 
     def publish_compressed_depth(self, pub, depth, header) -> None:
         """The compressedDepth twin of a published metric depth image (when someone listens)."""
-        if pub is None or pub.get_subscription_count() == 0:
-            return
-        pub.publish(compressed_depth_for(self.params, depth, header))
+        publish_compressed_depth(self.params, pub, depth, header)
 
     def diagnostics_extra(self) -> dict:
         """Model kind, focal and scale figures of the relative / NESTED handler."""
@@ -225,6 +223,16 @@ def validate_depth_params(p: dict) -> list[str]:
     if bool(p['expected_width']) != bool(p['expected_height']):
         errors.append('expected_width and expected_height must both be 0 or both be set')
     return errors
+
+
+def publish_compressed_depth(p: dict, pub, depth, header) -> None:
+    """The compressedDepth twin of a metric depth image on `pub` (None: off; or nobody listens).
+
+    The node and tt-depth-batch's offline host of the relative/NESTED outputs both call this.
+    """
+    if pub is None or pub.get_subscription_count() == 0:
+        return
+    pub.publish(compressed_depth_for(p, depth, header))
 
 
 def depth_frame_options(p: dict, is_metric: bool) -> FrameOptions:

@@ -32,6 +32,7 @@ scale (baseline or depth); without one, `depth_unscaled` carries DUSt3R-unit dep
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from tt_depth_ros.geometry.keyframes import KeyframePolicy
 from tt_depth_ros.geometry.scale import METRIC_SOURCES
@@ -72,51 +73,11 @@ class PairNode(PerceptionLifecycleNode):
 
     def validate(self) -> list[str]:
         """Cross-parameter checks: model family, network size, scale source per mode."""
-        p, errors = self.params, []
-        if p['model'] not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p['engine_plugin']:
-            errors.append(f"model={p['model']!r} is not a pair model; use one of "
-                          f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
-                          '(e.g. -p model:=dust3r-vitl-512-dpt)')
-        if p['network_size'] % 16 and p['model'] in DUST3R_MODELS and not p['engine_plugin']:
-            errors.append(f"network_size={p['network_size']} must be a multiple of 16")
-        if p['scale_source'] == 'baseline':
-            if p['mode'] != 'stereo':
-                errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
-            if p['baseline_m'] <= 0:
-                errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
-        if p['robot_base_frame'] and (p['mode'] != 'temporal' or p['scale_source'] != 'depth'):
-            errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
-                          '(the camera mounting is in metres, the trajectory must be too)')
-        if p['window_size'] > 2 and (p['mode'] != 'temporal' or (
-                p['model'] not in ANYVIEW_PAIR_MODELS and not p['engine_plugin'])):
-            errors.append(f"window_size={p['window_size']} needs mode='temporal' and a DA3 "
-                          f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
-        anyview = p['model'] in ANYVIEW_PAIR_MODELS or bool(p['engine_plugin'])
-        if p['pose_source'] == 'camera_decoder' and not anyview:
-            errors.append("pose_source='camera_decoder' needs a DA3 any-view model "
-                          f'({list(ANYVIEW_PAIR_MODELS)}); DUSt3R has no camera decoder, its '
-                          "pose is always PnP ('auto' or 'pnp')")
-        if bool(p['expected_width']) != bool(p['expected_height']):
-            errors.append('expected_width and expected_height must both be 0 or both be set')
-        try:
-            KeyframePolicy(p['keyframe_every_n'], p['keyframe_max_rotation_deg'],
-                           p['keyframe_max_translation'])
-        except ValueError as exc:
-            errors.append(str(exc))
-        return errors
+        return validate_pair_params(self.params)
 
     def engine_num_views(self) -> int | None:
         """DA3 any-view models: a two-view engine (temporal: window_size views); else default."""
-        if self.params['model'] not in ANYVIEW_PAIR_MODELS:
-            return None
-        return self.params['window_size'] if self.params['mode'] == 'temporal' else 2
-
-    def _settings(self) -> PairSettings:
-        p = self.params
-        return PairSettings(p['network_size'], p['preprocess_mode'], p['conf_threshold'],
-                            p['pnp_reproj_px'], p['pnp_iterations'], p['pnp_min_inliers'],
-                            p['pnp_min_inlier_ratio'], p['scale_source'], p['baseline_m'],
-                            pose_source=p['pose_source'])
+        return pair_engine_views(self.params)
 
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network shape for expected_width x expected_height, if given."""
@@ -124,16 +85,12 @@ class PairNode(PerceptionLifecycleNode):
         w, h = self.params['expected_width'], self.params['expected_height']
         if not (w and h):
             return []
-        return [make_pair_pipeline(self.engine, self._settings()).plan_for(w, h).net_hw]
+        return [make_pair_pipeline(self.engine, pair_settings(self.params)).plan_for(w, h).net_hw]
 
     def create_outputs(self) -> None:
         """Pipeline, publishers (topics relative: remappable, namespace-able) and the mode."""
-        self.pipeline = make_pair_pipeline(self.engine, self._settings())
-        self.figures.reset()
-        self.outputs = PairOutputs(self, self.figures)
-        steps = PairSteps(self, self.pipeline, self.figures)
-        mode = StereoMode if self.params['mode'] == 'stereo' else TemporalMode
-        self.mode = mode(self, steps, self.outputs, self.metric_depth.image_for)
+        self.pipeline, self.outputs, self.mode = pair_work(self, self.engine, self.figures,
+                                                           self.metric_depth.image_for)
 
     def create_inputs(self) -> None:
         """Subscriptions for the mode (+ metric_depth when scale_source=depth)."""
@@ -177,6 +134,82 @@ class PairNode(PerceptionLifecycleNode):
         if self.mode is not None:
             extra.update(self.mode.diagnostics())
         return extra
+
+
+def validate_pair_params(p: dict) -> list[str]:
+    """Cross-parameter errors of pair node values `p` (model family, network size, scale source).
+
+    The node's configure and tt-depth-batch's parameter file check both call this.
+    """
+    errors = []
+    if p['model'] not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p['engine_plugin']:
+        errors.append(f"model={p['model']!r} is not a pair model; use one of "
+                      f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
+                      '(e.g. -p model:=dust3r-vitl-512-dpt)')
+    if p['network_size'] % 16 and p['model'] in DUST3R_MODELS and not p['engine_plugin']:
+        errors.append(f"network_size={p['network_size']} must be a multiple of 16")
+    if p['scale_source'] == 'baseline':
+        if p['mode'] != 'stereo':
+            errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
+        if p['baseline_m'] <= 0:
+            errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
+    if p['robot_base_frame'] and (p['mode'] != 'temporal' or p['scale_source'] != 'depth'):
+        errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
+                      '(the camera mounting is in metres, the trajectory must be too)')
+    if p['window_size'] > 2 and (p['mode'] != 'temporal' or (
+            p['model'] not in ANYVIEW_PAIR_MODELS and not p['engine_plugin'])):
+        errors.append(f"window_size={p['window_size']} needs mode='temporal' and a DA3 "
+                      f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
+    anyview = p['model'] in ANYVIEW_PAIR_MODELS or bool(p['engine_plugin'])
+    if p['pose_source'] == 'camera_decoder' and not anyview:
+        errors.append("pose_source='camera_decoder' needs a DA3 any-view model "
+                      f'({list(ANYVIEW_PAIR_MODELS)}); DUSt3R has no camera decoder, its '
+                      "pose is always PnP ('auto' or 'pnp')")
+    if bool(p['expected_width']) != bool(p['expected_height']):
+        errors.append('expected_width and expected_height must both be 0 or both be set')
+    try:
+        KeyframePolicy(p['keyframe_every_n'], p['keyframe_max_rotation_deg'],
+                       p['keyframe_max_translation'])
+    except ValueError as exc:
+        errors.append(str(exc))
+    return errors
+
+
+def pair_engine_views(p: dict) -> int | None:
+    """DA3 any-view models: a two-view engine (temporal: window_size views); else None (default)."""
+    if p['model'] not in ANYVIEW_PAIR_MODELS:
+        return None
+    return p['window_size'] if p['mode'] == 'temporal' else 2
+
+
+def pair_settings(p: dict) -> PairSettings:
+    """The pair pipeline's settings from pair node values `p`."""
+    return PairSettings(p['network_size'], p['preprocess_mode'], p['conf_threshold'],
+                        p['pnp_reproj_px'], p['pnp_iterations'], p['pnp_min_inliers'],
+                        p['pnp_min_inlier_ratio'], p['scale_source'], p['baseline_m'],
+                        pose_source=p['pose_source'])
+
+
+class PairWork(NamedTuple):
+    """What a configured pair node works with: its pipeline, publishing rules and mode."""
+
+    pipeline: object
+    outputs: PairOutputs
+    mode: StereoMode | TemporalMode
+
+
+def pair_work(node, engine, figures: PairFigures, metric_for) -> PairWork:
+    """The pipeline, outputs and mode of `node`'s parameters on `engine` (configure).
+
+    `node` is the pair node, or tt-depth-batch's offline host of the same interface
+    (tools/batch/offline_node.py): both run this, so both do the same per-pair work.
+    """
+    pipeline = make_pair_pipeline(engine, pair_settings(node.params))
+    figures.reset()
+    outputs = PairOutputs(node, figures)
+    steps = PairSteps(node, pipeline, figures)
+    mode = StereoMode if node.params['mode'] == 'stereo' else TemporalMode
+    return PairWork(pipeline, outputs, mode(node, steps, outputs, metric_for))
 
 
 def params_markdown() -> str:

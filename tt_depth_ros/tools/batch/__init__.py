@@ -1,11 +1,13 @@
-"""`tt-depth-batch`: many rosbag2 in, one MCAP of the depth node's outputs (and a manifest) each.
+"""`tt-depth-batch`: many rosbag2 in, one MCAP of a node's outputs (and a manifest) each.
 
-params_file.py reads the node's own parameter file against the node's parameter table;
-cameras.py picks the image/CameraInfo topic pairs; depth_bag.py runs one bag through the node's
-frame path and message builders; manifest.py fingerprints inputs for resume and writes the
-manifest; bag_job.py is one bag's job (skip when up to date, else process, and the manifest),
-the same in every runner; progress.py logs a line per finished bag; run.py is the CLI: it expands
-the inputs, runs the bags (in process or a local process pool) and prints the summary;
+params_file.py reads the depth or pair node's own parameter file against that node's parameter
+table; cameras.py picks the image/CameraInfo topic pairs; depth_bag.py runs one bag through the
+depth node's frame path and message builders, pair_bag.py through the pair node's per-pair work,
+both on offline_node.py's rclpy-free host of the node's interface where the node's own parts
+need one; manifest.py fingerprints inputs for resume and writes the manifest; bag_job.py is one
+bag's job (skip when up to date, else process, and the manifest), the same in every runner;
+progress.py shows a bar on a terminal, else a line per finished bag; run.py is the CLI: it
+expands the inputs, runs the bags (in process or a local process pool) and prints the summary;
 ray_runner.py runs the bags' jobs in Ray actors over a cluster (`--ray`; Ray is an optional
 extra, imported only there).
 

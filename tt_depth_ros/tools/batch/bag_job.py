@@ -32,6 +32,7 @@ class Settings:
     force: bool = False
     threads: int = 0           # torch threads per process; 0 = torch's default (the node's)
     weights: dict = field(default_factory=dict)
+    node: str = 'depth'        # whose parameters and work: 'depth' or 'pair' (params_file.py)
 
 
 class _Engine:
@@ -41,14 +42,18 @@ class _Engine:
     error: str | None = None
 
     @classmethod
-    def get(cls, p: dict):
+    def get(cls, p: dict, node: str = 'depth'):
         from tt_depth_ros.engines.cancel import CancelToken
         from tt_depth_ros.ros.runtime.engine_builder import build_node_engine
         from tt_depth_ros.tools.batch.depth_bag import NodeLogger
 
         if cls.engine is None and cls.error is None:
+            views = None
+            if node == 'pair':   # the node's own choice of views per forward
+                from tt_depth_ros.ros.pair.node import pair_engine_views
+                views = pair_engine_views(p)
             try:
-                cls.engine = build_node_engine(p, NodeLogger('engine: '), CancelToken())
+                cls.engine = build_node_engine(p, NodeLogger('engine: '), CancelToken(), views)
             except Exception as exc:  # noqa: BLE001 - every bag is then failed with this reason
                 cls.error = f'engine for {p["model"]!r} could not be built: {exc}'
         return cls.engine
@@ -78,7 +83,8 @@ def process_bag(bag: Path, s: Settings, execution: dict | None = None) -> dict:
     old = mf.read_manifest(manifest_path)
     params_sha = mf.canonical_sha256(s.params)
     doc = {'tool': mf.TOOL, 'input': {'path': str(bag.resolve())}, 'output': {'path': name},
-           'model': s.params['model'], 'backend': s.params['backend'], 'weights': s.weights,
+           'node': s.node, 'model': s.params['model'], 'backend': s.params['backend'],
+           'weights': s.weights,
            'params_sha256': params_sha, 'params': s.params, 'software': mf.software(),
            'started': mf.now_iso(), 'status': 'failed', 'reason': None,
            'frames': {'in': 0, 'out': 0, 'skipped': {}},
@@ -111,14 +117,18 @@ def process_bag(bag: Path, s: Settings, execution: dict | None = None) -> dict:
             if stale is not None and stale.exists():
                 shutil.rmtree(stale)
         cameras = bag_cameras(bag, s.cameras, s.params['input_transport'] == 'compressed')
-        engine = _Engine.get(s.params)
+        if s.node == 'pair':
+            from tt_depth_ros.tools.batch.pair_bag import PairBagJob, pair_nodes
+            pair_nodes(cameras, s.params)   # stereo needs two cameras: before any engine
+        engine = _Engine.get(s.params, s.node)
         if engine is None:
             raise BagFailed(_Engine.error)
         info = engine.info
         doc.update(model=info.model, backend=info.backend, device=info.device, dtype=info.dtype)
         LOG.info(f'{name}: processing')
         partial.mkdir()   # staging: the bag inside is named NAME, as its storage file
-        result = DepthBagJob(engine, s.params, log).run(bag, cameras, partial / name)
+        job = (PairBagJob if s.node == 'pair' else DepthBagJob)(engine, s.params, log)
+        result = job.run(bag, cameras, partial / name)
         os.replace(partial / name, out_bag)
         doc['status'] = 'ok'
     except CameraTopicError as exc:

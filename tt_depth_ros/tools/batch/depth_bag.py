@@ -4,9 +4,12 @@ Nothing here re-implements the node: each camera gets the node's own admission a
 (ros/runtime/inputs.py NodeInputs: stamp order, encoding, size, data size), CameraInfo by stamp
 and rectification (ros/runtime/camera_views.py), reject counting (ros/runtime/rejects.py), THE
 DA3 frame path (pipelines/depth.py) with the node's options (ros/depth/node.py
-`depth_frame_options`) and the node's message builders (ros/msgs/metric_outputs.py). What
-differs is only the transport: messages come from the bag in its order, every frame is processed
-(the replay of a bag paced by the node's output), and outputs are written, not published.
+`depth_frame_options`) and the node's message builders (ros/msgs/metric_outputs.py); a relative
+(any-view, mono) or NESTED model publishes through the node's own handler of those kinds
+(ros/depth/relative_outputs.py: depth_relative, confidence, camera_info_estimated, ... and its
+scale sources) on an offline host (tools/batch/offline_node.py). What differs is only the
+transport: messages come from the bag in its order, every frame is processed (the replay of a
+bag paced by the node's output), and outputs are written, not published.
 
 The node waits up to `camera_info_wait_s` for a CameraInfo that arrives after its image; offline
 the wait is a look-ahead in bag time: an image is processed once the bag has been read that far
@@ -14,7 +17,7 @@ past it (CameraInfos in that window are cached first), so no wall-clock wait hap
 """
 from __future__ import annotations
 
-import logging
+import posixpath
 import time
 from collections import Counter, deque
 from pathlib import Path
@@ -24,16 +27,14 @@ from rclpy.serialization import deserialize_message, serialize_message
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.pipelines.depth import DA3FramePath, engine_kind
 from tt_depth_ros.ros.depth.node import depth_frame_options
-from tt_depth_ros.ros.depth.relative_outputs import check_kind_params
+from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs, check_kind_params
 from tt_depth_ros.ros.msgs.metric_outputs import metric_output_msgs, metric_output_types
-from tt_depth_ros.ros.runtime.camera_views import CameraViews
-from tt_depth_ros.ros.runtime.diagnostics import NodeStats
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes
-from tt_depth_ros.ros.runtime.inputs import NodeInputs
-from tt_depth_ros.ros.runtime.rejects import RejectReporter
+from tt_depth_ros.ros.runtime.metric_depth_input import TOPIC as METRIC_DEPTH
 from tt_depth_ros.tools.bag.io import default_typestore_distro, message_class, zero_padded_cdr
 from tt_depth_ros.tools.bag.sample import typestore_for
 from tt_depth_ros.tools.batch.cameras import Camera, check_cameras, default_cameras
+from tt_depth_ros.tools.batch.offline_node import OfflineLogger, OfflineNode
 
 KEY = 'camera'   # the depth node's camera key
 NO_INFO_FALLBACK = 'using the default focal; the metric scale is unreliable'
@@ -43,28 +44,7 @@ class BagFailed(Exception):
     """A bag that cannot be processed; the message names the problem and what to do."""
 
 
-class NodeLogger:
-    """An rclpy-logger face (`info`, `warning(..., once=True)`, `error`) over `logging`."""
-
-    def __init__(self, prefix: str, logger: logging.Logger | None = None) -> None:
-        self._log = logger or logging.getLogger('tt_depth_batch')
-        self._prefix, self._once = prefix, set()
-
-    def _emit(self, level: int, msg: str, once: bool) -> None:
-        if once:
-            if msg in self._once:
-                return
-            self._once.add(msg)
-        self._log.log(level, f'{self._prefix}{msg}')
-
-    def info(self, msg: str, once: bool = False) -> None:
-        self._emit(logging.INFO, msg, once)
-
-    def warning(self, msg: str, once: bool = False) -> None:
-        self._emit(logging.WARNING, msg, once)
-
-    def error(self, msg: str, once: bool = False) -> None:
-        self._emit(logging.ERROR, msg, once)
+NodeLogger = OfflineLogger   # an rclpy-logger face over `logging` (offline_node.py)
 
 
 HINTS = {
@@ -105,21 +85,26 @@ def msgtype_of(cls: type) -> str:
 
 
 class _CameraWork:
-    """The node-side state of one camera: admission, CameraInfos, counters."""
+    """The node-side state of one camera: admission, CameraInfos, counters (an offline host).
 
-    def __init__(self, cam: Camera, p: dict, logger: NodeLogger) -> None:
+    A relative or NESTED model's outputs go through the node's own handler
+    (RelativeNestedOutputs) on the host, whose publishers write through `sink`.
+    """
+
+    def __init__(self, cam: Camera, p: dict, logger: NodeLogger, engine: Engine, kind: str,
+                 sink, bag_topics) -> None:
         self.cam = cam
-        self.stats = NodeStats()
-        self.skipped: Counter = Counter()
         self.frames_in = self.frames_out = 0
-        self._rejects = RejectReporter(logger, self.stats, lambda: p['bad_input_log_period'])
-        # admission and decoding need no node (it only creates subscriptions)
-        self.inputs = NodeInputs(None, p, None, self.stats, self.reject, None)
-        self.views = CameraViews(dict(p, camera_info_wait_s=0.0), self.reject, logger)
-
-    def reject(self, reason: str, message: str) -> None:
-        self.skipped[reason] += 1
-        self._rejects.reject(reason, message)
+        remap = {posixpath.join(cam.ns, 'camera_info'): cam.camera_info}
+        self.host = OfflineNode(p, engine, cam.ns, remap, sink, logger, bag_topics)
+        self.host.subscribe_camera_info('camera_info', KEY)
+        self.stats, self.skipped, self.reject = self.host.stats, self.host.skipped, self.host.reject
+        self.inputs, self.views = self.host.inputs, self.host.camera_views
+        self.relative = None
+        if kind != 'metric':
+            self.relative = RelativeNestedOutputs(self.host, kind)
+            self.relative.create_outputs(self.host.add_publisher)
+            self.relative.create_inputs()
 
     def summary(self) -> dict:
         return {'image': self.cam.image, 'camera_info': self.cam.camera_info, 'ns': self.cam.ns,
@@ -128,7 +113,7 @@ class _CameraWork:
 
 
 class DepthBagJob:
-    """Run one bag's cameras through a built metric DA3 engine and write the outputs.
+    """Run one bag's cameras through a built DA3 engine (any kind) and write the node's outputs.
 
     Args:
         engine: the engine (built once per process from the node's parameters).
@@ -138,11 +123,12 @@ class DepthBagJob:
 
     def __init__(self, engine: Engine, p: dict, logger: NodeLogger) -> None:
         kind = engine_kind(engine.info.details)
-        check_kind_params(p, kind)
-        if kind != 'metric':
-            raise BagFailed(f'model {p["model"]!r} is a {kind!r} DA3 model; tt-depth-batch runs '
-                            'metric models (da3metric-*) so far: use the depth node for it')
-        self.engine, self.p, self.log = engine, p, logger
+        try:
+            check_kind_params(p, kind)   # the node's configure check
+        except ValueError as exc:
+            raise BagFailed(f'the depth node would not configure with these parameters: {exc}; '
+                            'fix the parameter file') from None
+        self.engine, self.p, self.log, self.kind = engine, p, logger, kind
         self.path = DA3FramePath(engine, kind)
         self.prepared = PreparedShapes()
         self.stages: Counter = Counter()
@@ -166,13 +152,30 @@ class DepthBagJob:
             cameras = cameras or default_cameras(types, self.p['input_transport'] == 'compressed')
             check_cameras(cameras, types)
             self.log.info('cameras: ' + ', '.join(f'{c.image} -> {c.ns}' for c in cameras))
-            work = {cam.image: _CameraWork(cam, self.p, self.log) for cam in cameras}
-            infos = {cam.camera_info: work[cam.image] for cam in cameras}
-            wanted = [c for c in reader.connections if c.topic in work or c.topic in infos]
-            outputs = metric_output_types(self.p)
+            outputs = metric_output_types(self.p) if self.kind == 'metric' else {}
             counts: Counter = Counter()
+            now = {'t': 0}
             with Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
                 conns = {}
+
+                def write(topic: str, cls, msg) -> None:
+                    if topic not in conns:   # relative kinds: the topics they publish on
+                        conns[topic] = writer.add_connection(topic, msgtype_of(cls), typestore=ts)
+                    cdr = zero_padded_cdr(serialize_message(msg), conns[topic].msgtype, ts)
+                    writer.write(conns[topic], now['t'], cdr)
+                    counts[topic] += 1
+
+                work = {cam.image: _CameraWork(cam, self.p, self.log, self.engine, self.kind,
+                                               write, types) for cam in cameras}
+                routes: dict = {}
+                for w in work.values():
+                    for sub in w.host.subscriptions:
+                        if sub.topic not in types and sub.topic.endswith('/' + METRIC_DEPTH):
+                            raise BagFailed(f'{sub.topic} (the depth node input for '
+                                            f"scale_source={self.p['scale_source']!r}) is not "
+                                            f'in the bag; it has {sorted(types)}')
+                        routes.setdefault(sub.topic, []).append(sub)
+                wanted = [c for c in reader.connections if c.topic in work or c.topic in routes]
                 for cam in cameras:
                     for rel, cls in outputs.items():
                         conns[cam.output(rel)] = writer.add_connection(
@@ -183,20 +186,16 @@ class DepthBagJob:
                     while pending and (before_ns is None or pending[0][0] + lookahead_ns
                                        < before_ns):
                         t, conn, raw = pending.popleft()
+                        now['t'] = t
                         cam_work = work[conn.topic]
                         for rel, msg in self._frame(cam_work, conn.msgtype, raw):
-                            topic = cam_work.cam.output(rel)
-                            cdr = zero_padded_cdr(serialize_message(msg), conns[topic].msgtype, ts)
-                            writer.write(conns[topic], t, cdr)
-                            counts[topic] += 1
+                            write(cam_work.cam.output(rel), type(msg), msg)
 
                 for conn, t, raw in reader.messages(connections=wanted):
                     flush(t)
-                    if conn.topic in infos:
-                        cls = message_class(conn.msgtype)
-                        info = deserialize_message(bytes(raw), cls)
-                        infos[conn.topic].views.on_camera_info(KEY, conn.topic, info)
-                    else:
+                    for sub in routes.get(conn.topic, ()):
+                        sub.callback(deserialize_message(bytes(raw), sub.msg_type))
+                    if conn.topic in work:
                         pending.append((t, conn, bytes(raw)))
                 flush(None)
         cams = [w.summary() for w in work.values()]
@@ -221,14 +220,15 @@ class DepthBagJob:
         rgb = w.inputs.decode(msg, 'image')
         if rgb is None:
             return []
-        options = depth_frame_options(self.p, True)
+        options = depth_frame_options(self.p, self.path.is_metric)
         height, width = rgb.shape[:2]
         try:
             net = options.network_hw(width, height)
         except ValueError as exc:
             w.reject('size', str(exc))
             return []
-        view = w.views.view(KEY, rgb, msg.header.stamp, NO_INFO_FALLBACK)
+        view = (w.relative.camera_view(rgb, msg.header.stamp) if w.relative is not None else
+                w.views.view(KEY, rgb, msg.header.stamp, NO_INFO_FALLBACK))
         if view is None:
             return []
         t1 = time.perf_counter()
@@ -240,8 +240,17 @@ class DepthBagJob:
             w.reject('processing', f'{type(exc).__name__}: {exc}')
             return []
         t2 = time.perf_counter()
-        msgs = list(metric_output_msgs(self.p, msg.header, frame))
+        if w.relative is not None:   # the node's handler publishes (through the host)
+            msgs = []
+            try:
+                published = w.relative.publish(msg.header, frame)
+            except Exception as exc:  # noqa: BLE001 - as above
+                w.reject('processing', f'{type(exc).__name__}: {exc}')
+                return []
+        else:
+            msgs, published = list(metric_output_msgs(self.p, msg.header, frame)), True
         self.stages.update({'decode': t1 - t0, **frame.timings,
                             'messages': time.perf_counter() - t2})
-        w.frames_out += 1
+        if published:
+            w.frames_out += 1
         return msgs

@@ -1,10 +1,11 @@
-"""`tt-depth-batch`: run the depth node's work over many rosbag2, offline, one MCAP out per bag.
+"""`tt-depth-batch`: run a depth or pair node's work over many rosbag2, offline, one MCAP per bag.
 
     tt-depth-batch /data/bags/ 'more/*.mcap.d' --params config/depth.yaml --out depth_out/ \
         --camera image=/front/image_raw,camera_info=/front/camera_info --workers 2
 
-Per input bag `NAME`: `OUT/NAME` (an MCAP rosbag2 with the topics the depth node would publish,
-under the camera's namespace, header stamps and bag times of the source images) and
+Per input bag `NAME`: `OUT/NAME` (an MCAP rosbag2 with the topics the node of the parameter file
+would publish (depth_bag.py, pair_bag.py), under the camera's namespace, header stamps of the
+source images) and
 `OUT/NAME.manifest.json` (frames in/out, skipped frames by the node's reject reasons, timings,
 model, weights and parameter hashes, software versions, status ok/failed and why). A bag that
 fails (not a bag, corrupt or truncated, missing topics, no frame produced, a foreign file where
@@ -29,7 +30,7 @@ from tt_depth_ros.tools.batch import manifest as mf
 from tt_depth_ros.tools.batch import ray_runner
 from tt_depth_ros.tools.batch.bag_job import Settings, process_bag, setup_logging
 from tt_depth_ros.tools.batch.cameras import parse_camera
-from tt_depth_ros.tools.batch.params_file import ParamsFileError, load_depth_params
+from tt_depth_ros.tools.batch.params_file import ParamsFileError, load_node_params
 from tt_depth_ros.tools.batch.progress import Progress
 
 LOG = logging.getLogger('tt_depth_batch')
@@ -94,8 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('inputs', nargs='+', help='rosbag2 directories, directories of them, globs')
     ap.add_argument('--out', type=Path, required=True, help='output directory')
-    ap.add_argument('--params', type=Path, help="the depth node's parameter file "
-                    '(config/depth.yaml format); default: the node defaults')
+    ap.add_argument('--params', type=Path, help="the depth or pair node's parameter file "
+                    '(config/depth.yaml, config/pair.yaml: the node is told by its parameters); '
+                    "default: the depth node's defaults")
     ap.add_argument('--camera', action='append', default=[],
                     metavar='image=TOPIC,camera_info=TOPIC[,ns=NS]',
                     help='a camera (repeatable); default: every image_raw/image topic with a '
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         resources = dict(ray_runner.parse_resource(r) for r in a.ray_resources)
         if address is not None:
             ray_runner.import_ray()
-        params = load_depth_params(a.params)
+        node, params = load_node_params(a.params)
         if params['weights_path']:   # every process and node opens the same file
             params['weights_path'] = str(Path(params['weights_path']).resolve())
         cameras = [parse_camera(c) for c in a.camera]
@@ -152,20 +154,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(params, cameras, out, a.force, a.torch_threads, weights)
+    settings = Settings(params, cameras, out, a.force, a.torch_threads, weights, node)
     progress = Progress(len(bags))
     t0 = time.monotonic()
-    if address is not None:
-        LOG.info(f'{len(bags)} bag(s) -> {out} with {params["model"]} ({params["backend"]}), '
-                 f'on Ray at {address!r}')
-        opts = ray_runner.RayOptions(address, a.workers, a.ray_num_gpus, resources, a.ray_retries)
-        try:
-            rows = ray_runner.run_on_ray(bags, settings, opts, progress)
-        except ray_runner.RayUnavailable as exc:
-            print(f'tt-depth-batch: {exc}', file=sys.stderr)
-            return 2
-    else:
-        rows = _run_local(bags, settings, min(a.workers or 1, len(bags)), progress)
+    try:
+        if address is not None:
+            LOG.info(f'{len(bags)} bag(s) -> {out} with {params["model"]} ({params["backend"]}), '
+                     f'on Ray at {address!r}')
+            opts = ray_runner.RayOptions(address, a.workers, a.ray_num_gpus, resources,
+                                         a.ray_retries)
+            try:
+                rows = ray_runner.run_on_ray(bags, settings, opts, progress)
+            except ray_runner.RayUnavailable as exc:
+                print(f'tt-depth-batch: {exc}', file=sys.stderr)
+                return 2
+        else:
+            rows = _run_local(bags, settings, min(a.workers or 1, len(bags)), progress)
+    finally:
+        progress.close()
     print(summary_table(rows))
     failed = sum(r['status'] == 'failed' for r in rows)
     frames = sum(r['frames_out'] for r in rows)
