@@ -2,9 +2,10 @@
 
 rule-v1 weights, against the golden fixtures (our fp32 torch models match them to ~1e-5). DA3 runs
 its default preset 'float32-residual-head' against the issue's gate (depth PCC >= 0.9999; measured
-0.99996, max rel 0.018) and 'bfloat16' beside it (0.99885; gated at 0.998, reported). The control
-runs our torch model entirely in bf16 on the same input (0.99949): an all-bf16 network does not
-reach the gate on these synthetic weights. One weight generation and one control serve both rows.
+0.99996, max rel 0.018) and 'bfloat16' beside it (0.99885; gated at 0.998, reported). For
+comparison, our torch model run entirely in bf16 on the same input measured 0.99949 (an all-bf16
+network does not reach the gate on these synthetic weights); that print-only control left the
+test (a bf16 Large forward on the CPU, ~5 s a run). One weight generation serves both rows.
 """
 import gc
 
@@ -37,20 +38,9 @@ def no_weight_cache(ttnn, monkeypatch):
 
 @pytest.fixture(scope='module')
 def da3_large():
-    """Rule-v1 Large weights, the golden fixture and the torch all-bf16 control (once)."""
+    """Rule-v1 Large weights and the golden fixture (once for both presets)."""
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(large_key_shapes()).items()}
-    g = np.load(DA3_DATA / 'large_280x504.npz')
-    ref = g['depth'][0]
-    from tt_depth_ros.engines.torch.da3 import build_model
-    net = build_model('da3metric-large', state_dict=sd).to(torch.bfloat16)
-    with torch.no_grad():
-        ctl = net(torch.from_numpy(g['input']).to(torch.bfloat16))['depth'][0].float().numpy()
-    del net
-    gc.collect()
-    ctl_rel = np.abs(ctl - ref) / ref
-    print(f'control torch all-bf16 large 280x504: depth PCC {pcc(ctl, ref):.6f}, max rel '
-          f'{ctl_rel.max():.4f}, median rel {np.median(ctl_rel):.5f}')
-    yield sd, g
+    yield sd, np.load(DA3_DATA / 'large_280x504.npz')
     gc.collect()
 
 

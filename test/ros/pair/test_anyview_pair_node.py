@@ -19,7 +19,9 @@ from tt_depth_ros.geometry.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
+# one_distro: a real model in the pair node; its ROS surface runs on Kilted in the other
+# pair node tests (engine doubles)
+pytestmark = [pytest.mark.ros, pytest.mark.one_distro, pytest.mark.timeout(180)]
 MS = 1_000_000
 W, H = 112, 84          # the DA3 grid of network_size 112 for this size: no resize
 ENGINE = 'support.fake_engines.scene_anyview:SceneAnyviewEngine'

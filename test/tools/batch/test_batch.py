@@ -171,6 +171,7 @@ def test_ray_without_ray_installed_says_how_to_install_it(run, tmp_path):
 
 
 @pytest.mark.ros
+@pytest.mark.one_distro   # batch output is distro-independent; the nodes run on Kilted elsewhere
 def test_batch_bytes_equal_the_node_on_replay(run, tmp_path):
     """Replay mcap_a through a real depth node, record its outputs, compare with the batch bag."""
     params, recorded = run['params'], tmp_path / 'recorded'

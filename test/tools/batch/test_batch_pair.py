@@ -134,6 +134,7 @@ REPLAY = {
 
 
 @pytest.mark.ros
+@pytest.mark.one_distro   # batch output is distro-independent; the nodes run on Kilted elsewhere
 @pytest.mark.parametrize('mode', ['stereo', 'temporal'])
 def test_poses_equal_the_pair_node_on_replay(run, tmp_path, mode):
     """Replay the bag through a real pair node, record what it publishes, compare."""

@@ -21,7 +21,8 @@ from tt_depth_ros.tools.bench import stats as st
 from tt_depth_ros.tools.bench import trajectory as bt
 from tt_depth_ros.tools.eval import scene_render
 
-pytestmark = pytest.mark.ros
+# one_distro: the benchmark drives replay and the nodes, whose ROS calls the Kilted pass makes
+pytestmark = [pytest.mark.ros, pytest.mark.one_distro]
 W, H = 112, 84          # multiples of 14: the GT test runs the network at camera size
 
 
@@ -149,7 +150,6 @@ def test_trajectory_engine_specs_reach_the_pair_node_command():
                    bt._node_cmd('dust3r-tiny', 2, '', 'torch-cpu', 112, '/i', '/c', '/n'))
 
 
-@pytest.mark.one_distro   # the pair node on Kilted: test/ros/pair; the report: the tiny-model test
 def test_trajectory_section_per_engine(bag, tmp_path):
     out = tmp_path / 'traj'
     log = _bench(['--bag', str(bag), '--out', str(out), '--name', 'traj', '--rates', '4',
