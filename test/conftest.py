@@ -71,19 +71,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group('full_size'))
 
 
-# Long single-process files that collection order put last, where their worker ran alone while
-# the other core idled (the real-ttnn dry runs: ~80 s of one-threaded subprocess work).
-EARLY_FILES = ('test/ttnn_dryrun/test_ttnn_dryrun.py',)
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup`, but a test without an xdist_group goes with the rest of its file.
 
     A file's tests share module fixtures (a launched node, a probe, a built model): one worker
     runs the whole file, so they are set up once, as in a serial run. The full-size groups start
-    first, on two workers (the longest chains of work), then EARLY_FILES, then the files in
-    collection order.
+    first, on two workers (the longest chains of work), then the files in collection order.
     """
     if config.getoption('dist') != 'loadgroup':
         return None
@@ -99,9 +93,9 @@ def pytest_xdist_make_scheduler(config, log):
         def _assign_work_unit(self, node) -> None:
             if not self._ordered:
                 self._ordered = True
-                for unit in (*reversed(EARLY_FILES), 'full_size', 'full_size_heavy'):
-                    if unit in self.workqueue:     # ends as: heavy, full_size, EARLY_FILES
-                        self.workqueue.move_to_end(unit, last=False)
+                for group in ('full_size', 'full_size_heavy'):    # heavy ends up first
+                    if group in self.workqueue:
+                        self.workqueue.move_to_end(group, last=False)
             super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False
