@@ -51,21 +51,17 @@ def launch(name: str, inputs: list, static: tuple, fn, *, memory_config=None,
     dev._launch((name, tuple(spec_key(t) for t in inputs), static))
     mc = memory_config if memory_config is not None else DRAM_MEMORY_CONFIG
     specs = fn([t._meta() for t in inputs])
-    if dev._capturing is not None:
-        outs = [Tensor(_NAN.expand(tuple(d.shape)), shape, dtype, layout,
-                       device=dev, memory_config=mc,
-                       buffer=inputs[0]._buffer if view else None)
-                for d, shape, dtype, layout, *_ in specs]
-        for o, s in zip(outs, specs):
-            o._pad_defined = s[4] if len(s) > 4 else True
-        dev._capturing.records.append(
-            (lambda datas: [r[0] for r in fn(datas)], list(inputs), outs))
-        return outs
-    values = defer(fn, [t._value for t in inputs], [s[0] for s in specs])
+    capture = dev._capturing
+    if capture is not None:
+        values = [_NAN.expand(tuple(s[0].shape)) for s in specs]
+    else:
+        values = defer(fn, [t._value for t in inputs], [s[0] for s in specs])
     outs = []
     for v, s in zip(values, specs):
         o = Tensor(v, s[1], s[2], s[3], device=dev, memory_config=mc,
                    buffer=inputs[0]._buffer if view else None)
         o._pad_defined = s[4] if len(s) > 4 else True
         outs.append(o)
+    if capture is not None:
+        capture.records.append((lambda datas: [r[0] for r in fn(datas)], list(inputs), outs))
     return outs
