@@ -71,13 +71,38 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group('full_size'))
 
 
+# Long, independent work that would otherwise come last in collection order (test/ttnn_*, after
+# test/tools): each real-library dry run is its own unit (one fresh driver process per test, no
+# module fixture), and these units go before the first test/tools file. At the end of the run
+# they left one worker busy for two minutes while the others idled; earlier than that they would
+# overlap the Kilted pass (its first ~3 minutes), which holds timing-sensitive waits.
+SPLIT_PER_TEST = ('test/ttnn_dryrun/test_ttnn_dryrun.py',)
+BEFORE_TOOLS = SPLIT_PER_TEST + ('test/tools/bench/test_benchmark.py',)
+
+
+def _work_order(scopes: list[str]) -> list[str]:
+    """The work units' order: full-size groups first, then the long units before test/tools.
+
+    Among those, the DUSt3R dry run (~70 s) and the benchmark file (~80 s) lead, the shorter
+    DA3 dry run and harness check follow.
+    """
+    heavy = [s for s in ('full_size_heavy', 'full_size') if s in scopes]
+    early = sorted((s for s in scopes if s.startswith(BEFORE_TOOLS)),
+                   key=lambda s: (not ('dust3r' in s or 'bench' in s), s))
+    rest = [s for s in scopes if s not in heavy and s not in early]
+    at = next((i for i, s in enumerate(rest) if s.startswith('test/tools/')), len(rest))
+    return heavy + rest[:at] + early + rest[at:]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup`, but a test without an xdist_group goes with the rest of its file.
 
     A file's tests share module fixtures (a launched node, a probe, a built model): one worker
-    runs the whole file, so they are set up once, as in a serial run. The full-size groups start
-    first, on two workers (the longest chains of work), then the files in collection order.
+    runs the whole file, so they are set up once, as in a serial run (the files of
+    SPLIT_PER_TEST are split per test). The full-size groups start first, on two workers (the
+    longest chains of work), then the files in collection order, with the long units of
+    BEFORE_TOOLS (the largest first) moved in front of test/tools.
     """
     if config.getoption('dist') != 'loadgroup':
         return None
@@ -88,14 +113,17 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
-            return scope if scope != nodeid else nodeid.split('::', 1)[0]
+            if scope != nodeid or nodeid.startswith(SPLIT_PER_TEST):
+                return scope
+            return nodeid.split('::', 1)[0]
 
         def _assign_work_unit(self, node) -> None:
             if not self._ordered:
                 self._ordered = True
-                for group in ('full_size', 'full_size_heavy'):    # heavy ends up first
-                    if group in self.workqueue:
-                        self.workqueue.move_to_end(group, last=False)
+                units = dict(self.workqueue)
+                self.workqueue.clear()
+                for scope in _work_order(list(units)):
+                    self.workqueue[scope] = units[scope]
             super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False
