@@ -157,6 +157,31 @@ def test_signal_during_an_inference_exits_within_the_budget():
         probe.close()
 
 
+def test_shutdown_stuck_with_the_gil_held_still_ends_with_every_stack_printed():
+    """The engine's close blocks in C code holding the GIL: the watchdog thread cannot run.
+
+    faulthandler's C thread still ends the process at STUCK_DUMP_S (exit 1) and prints every
+    thread's stack, the stuck close at the top of the main thread's.
+    """
+    from tt_depth_ros.ros.runtime.node_runner import STUCK_DUMP_S
+    params = {'engine_plugin': KNOWN_ENGINE, 'camera_info_mode': 'default_focal',
+              'engine_plugin_args': '{"close_holds_gil_s": 60}'}
+    with spawn(depth_node_cmd('/gil', params), env=child_env(), name='gil') as proc:
+        wait_for(lambda: 'autostart: active' in proc.log_text(), 60, what='active')
+        t0 = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        rc = proc.wait(EXIT_BOUND_S + 2)
+        elapsed = time.monotonic() - t0
+        log = proc.log_text()
+    assert rc == 1, log
+    assert STUCK_DUMP_S - 0.5 < elapsed < EXIT_BOUND_S, log
+    assert 'close holds the GIL' in log and 'Timeout (0:00:04.5' in log, log
+    stacks = [b.splitlines() for b in log.split('Thread 0x')[1:]]
+    main = [b for b in stacks if any('in run_lifecycle_node' in line for line in b)]
+    assert len(stacks) >= 2 and len(main) == 1 and main[0][1].endswith(' in close'), log
+    assert 'shutdown did not finish' not in log   # the Python watchdog never got to run
+
+
 def test_second_signal_after_a_clean_shutdown_is_absorbed():
     """SIGINT, then SIGINT again while the process tears down: exit 0, never rc -2."""
     params = {'engine_plugin': KNOWN_ENGINE, 'camera_info_mode': 'default_focal'}

@@ -7,9 +7,12 @@ the real code path. raw(v, u) = base + gx * u + gy * v on the network grid; rows
 score 1.0. `delay_s` sleeps per infer (sets the engine rate for overload tests); `fail_prepare`
 makes the first n prepare() calls in this process raise (lifecycle error/recovery tests). Closing it
 while an infer is running prints 'known-depth: CLOSED DURING INFER' (what a node must never do).
+`close_holds_gil_s` makes close() block that long in C code WITH the GIL held (libc sleep through
+ctypes.PyDLL): no Python thread, the shutdown watchdog included, runs meanwhile.
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 
@@ -25,10 +28,12 @@ class KnownDepthEngine(Engine):
     """Engine double with analytic output."""
 
     def __init__(self, base: float = 2.0, gx: float = 0.0, gy: float = 0.0, sky_rows: int = 0,
-                 delay_s: float = 0.0, fail_prepare: int = 0) -> None:
+                 delay_s: float = 0.0, fail_prepare: int = 0,
+                 close_holds_gil_s: int = 0) -> None:
         self.base, self.gx, self.gy = float(base), float(gx), float(gy)
         self.sky_rows, self.delay_s = int(sky_rows), float(delay_s)
         self.fail_prepare = int(fail_prepare)
+        self.close_holds_gil_s = int(close_holds_gil_s)
         self.prepared: list = []
         self.closed = False
         self.inferring = False
@@ -58,6 +63,9 @@ class KnownDepthEngine(Engine):
     def close(self):
         if self.inferring:
             print('known-depth: CLOSED DURING INFER', flush=True)
+        if self.close_holds_gil_s:
+            print('known-depth: close holds the GIL', flush=True)
+            ctypes.PyDLL(None).sleep(self.close_holds_gil_s)   # PyDLL: the GIL stays held
         self.closed = True
 
     @property

@@ -147,11 +147,6 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Process shutdown: a configure in progress stops at its next checkpoint (any thread)."""
         self.cancel.cancel()
 
-    @property
-    def worker_stuck(self) -> bool:
-        """Whether a worker thread that could not be stopped is still running."""
-        return self.worker is not None and self.worker.running
-
     # ---- lifecycle ------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Validate parameters, build + prepare the engine, create publishers and diagnostics."""

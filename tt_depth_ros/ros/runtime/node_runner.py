@@ -12,19 +12,27 @@ cannot be interrupted, then exiting without it: the process exit releases memory
 nothing is closed under a running build), runs the shutdown transition (worker joined for at most
 WORKER_JOIN_S; an engine still inside `infer` is not closed under it) and only then
 `rclpy.shutdown()`. Further signals are absorbed; the process exits 0 within SHUTDOWN_BUDGET_S,
-enforced by a watchdog.
+enforced by a watchdog thread. Should a thread hold the GIL inside blocking C code (the watchdog
+could not run), faulthandler's C thread prints every thread's stack to stderr and exits 1 at
+STUCK_DUMP_S. After its own teardown the process ends with os._exit: interpreter finalization,
+which no watchdog covers, is skipped.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 import threading
+from typing import NoReturn
 
 from tt_depth_ros.ros.runtime.signal_latch import SignalLatch
 
 CONFIGURE_ABORT_S = 1.5   # longest wait for a transition in progress after the signal
 WORKER_JOIN_S = 1.5       # longest wait for an in-flight inference at shutdown
 SHUTDOWN_BUDGET_S = 4.0   # signal -> exit, whatever happens (launch escalates after 5 s)
+STUCK_DUMP_S = SHUTDOWN_BUDGET_S + 0.5
+"""When even the watchdog (a Python thread) cannot run - a thread holds the GIL inside blocking C
+code - faulthandler's own C thread dumps every thread's stack to stderr and exits (code 1)."""
 
 
 def _hard_exit(code: int) -> None:
@@ -38,7 +46,7 @@ def _hard_exit(code: int) -> None:
 
 
 def run_lifecycle_node(node_factory, latch: SignalLatch,
-                       args: list[str] | None = None) -> int:
+                       args: list[str] | None = None) -> NoReturn:
     """Create the node, autostart it when its `autostart` parameter is true, spin until a signal.
 
     Args:
@@ -47,8 +55,7 @@ def run_lifecycle_node(node_factory, latch: SignalLatch,
         latch: handlers installed by the caller before it imported the node module
             (ros/entry_points.py), so a signal during startup is kept, never lost.
 
-    Returns:
-        Process exit code (0 on a signal-initiated shutdown).
+    Never returns: the process exits 0 after the shutdown (or 1 from the stuck-GIL dump).
     """
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -84,6 +91,7 @@ def run_lifecycle_node(node_factory, latch: SignalLatch,
     watchdog = threading.Timer(SHUTDOWN_BUDGET_S, _watchdog_exit, (log,))
     watchdog.daemon = True
     watchdog.start()
+    faulthandler.dump_traceback_later(STUCK_DUMP_S, exit=True)
     log.info(f'{latch.name or "executor stopped"}: shutting down')
     node.abort_configure()
     stopping.set()
@@ -100,14 +108,13 @@ def run_lifecycle_node(node_factory, latch: SignalLatch,
         node.trigger_shutdown()   # from any state: worker joined, engine closed
     except Exception as exc:  # noqa: BLE001 - e.g. already finalized
         log.info(f'shutdown transition skipped: {exc}')
-    stuck = node.worker_stuck
     node.destroy_node()
     rclpy.try_shutdown()
     latch.ignore_further()
-    watchdog.cancel()
-    if stuck:   # the worker thread is still inside the engine: do not let teardown meet it
-        _hard_exit(0)
-    return 0
+    # Everything the node owns is closed above. Interpreter teardown would only meet the
+    # middleware's static destructors and object finalizers (and, with a worker still inside
+    # the engine, that thread): the process ends here, its budget still armed until this line.
+    _hard_exit(0)
 
 
 def _watchdog_exit(log) -> None:
