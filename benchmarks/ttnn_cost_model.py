@@ -53,7 +53,7 @@ _DATA_MOVEMENT = ('reshape', 'view', 'permute', 'transpose', 'concat', 'slice', 
                   'untilize', 'typecast', 'copy', 'clone', 'reshard', 'sharded', 'move', 'fold',
                   'repeat', 'createqkvheads', 'create_qkv_heads', 'splitqueryvalue', 'concatheads',
                   'concatenate_heads', 'upsample', 'fill', 'split', 'to_layout', 'tolayout',
-                  'to_memory_config', 'tomemoryconfig', 'nlp')
+                  'to_memory_config', 'tomemoryconfig', 'nlp', 'halo')
 
 # Engine source files whose ops form each group (the innermost matching frame of the call stack).
 _HEAD_FILES = ('da3_head.py', 'dpt_neck.py', 'dpt_fusion.py', 'dpt_output.py', 'resize.py',
@@ -98,7 +98,9 @@ def group_of(rec: dict) -> str:
 
 
 def tensor_bytes(t: dict) -> float:
-    """Bytes a tensor occupies on device (tile-padded shape when recorded)."""
+    """Bytes a tensor occupies on device: its buffer's size when recorded, else from its shape."""
+    if t.get('bytes'):
+        return float(t['bytes'])
     shape = t.get('padded') or t['shape']
     return math.prod(int(v) for v in shape) * DTYPE_BYTES.get(str(t['dtype']).upper(), 2.0)
 
@@ -154,6 +156,49 @@ class OpCost:
         return 'compute' if best == self.compute_s else 'DRAM' if best == self.dram_s else 'L1'
 
 
+TILE_CYCLES_LOFI = 2 * 32 ** 3 / MULADDS_PER_CYCLE_LOFI   # one 32x32x32 tile product: 16
+
+
+def _tiles(n: int) -> int:
+    return -(-int(n) // 32)
+
+
+def compute_cycles(rec: dict, grid_cores: int) -> tuple[float, int]:
+    """(LoFi cycles of the busiest core, cores doing work) of a matmul / SDPA / conv record.
+
+    With the compute grid recorded ('grid' [x, y]) the work is split the way the library's
+    programs split it, in whole tiles: a 2D-multicast matmul gives each core a block of
+    ceil(Mt / y) x ceil(Nt / x) output tiles, other matmuls and convs ceil(output tiles / cores),
+    SDPA ceil(batch * heads * q chunks / cores) chunks of q_chunk x padded-Sk. Without a grid
+    (hand-made records): 2*M*K*N / (cores * 4096), cores = the record's or `grid_cores`.
+    """
+    kind = op_kind(rec['device_op'])
+    flops = op_flops(rec)
+    grid = rec.get('grid')
+    if not grid:
+        cores = int(rec.get('cores') or grid_cores)
+        return flops / (cores * MULADDS_PER_CYCLE_LOFI), cores
+    gx, gy = int(grid[0]), int(grid[1])
+    cores = int(rec.get('cores') or gx * gy)
+    if kind == 'sdpa':
+        q, k = _dims(rec['inputs'][0]), _dims(rec['inputs'][1])
+        qc, kc = rec.get('chunks') or (32, 32)
+        units = math.prod(q[:-2]) * -(-q[-2] // qc)
+        sk = -(-k[-2] // kc) * kc
+        busy = -(-units // cores)
+        return busy * 4.0 * qc * sk * q[-1] / MULADDS_PER_CYCLE_LOFI, min(units, cores)
+    out = _dims(rec['outputs'][0])
+    kt = _tiles(flops / (2.0 * math.prod(out)))       # K in tiles (from 2*M*K*N)
+    mt, nt = _tiles(math.prod(out[:-1])), _tiles(out[-1])
+    if kind == 'matmul' and '2d' in str(rec.get('factory', '')).lower():
+        pm, pn = -(-mt // gy), -(-nt // gx)
+        used = -(-mt // pm) * -(-nt // pn)
+        return pm * pn * kt * TILE_CYCLES_LOFI, used
+    units = mt * nt
+    busy = -(-units // cores)
+    return busy * kt * TILE_CYCLES_LOFI, min(units, cores)
+
+
 def op_cost(rec: dict, grid_cores: int) -> OpCost:
     """Roofline of one record; `grid_cores` stands in when the record names no core count."""
     kind = op_kind(rec['device_op'])
@@ -163,7 +208,8 @@ def op_cost(rec: dict, grid_cores: int) -> OpCost:
     compute_s = 0.0
     if flops:
         fid = fid or DEFAULT_FIDELITY
-        compute_s = flops * FIDELITY_PASSES[fid] / (cores * MULADDS_PER_CYCLE_LOFI * CLOCK_HZ)
+        cycles, cores = compute_cycles(rec, grid_cores)
+        compute_s = cycles * FIDELITY_PASSES[fid] / CLOCK_HZ
     dram = l1 = 0.0
     tensors = list(rec['inputs']) + list(rec['outputs'])
     if rec.get('weight'):

@@ -211,7 +211,8 @@ class Monitor:
 
     def _invoke(self, qual, fn, args, kwargs, stack):
         """fn(*args, **kwargs); inside a capture with op_records, under its own graph capture."""
-        if self.capturing is None or not self.op_records:
+        trace = self.capturing
+        if trace is None or not self.op_records or qual.endswith('_trace_capture'):
             return fn(*args, **kwargs)
         graph_api = self.ttnn._ttnn.graph
         graph_api.begin_graph_capture(graph_api.RunMode.NORMAL)
@@ -220,7 +221,7 @@ class Monitor:
         finally:
             graph = graph_api.end_graph_capture()
             self._call_graphs.append(graph)
-        self.capturing.ops.extend(op_records_mod.extract(graph, qual, stack, self._known_cores))
+        trace.ops.extend(op_records_mod.extract(graph, qual, stack, self._known_cores))
         return out
 
     def _note_output(self, o, qual, site, args, kwargs):

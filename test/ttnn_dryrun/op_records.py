@@ -31,7 +31,8 @@ stacking_level}.
 extract(graph, call, stack) returns one record per device op that ran a program: {'call',
 'stack' (engine call sites, innermost first), 'device_op', 'factory', 'inputs' / 'outputs'
 ([{'shape', 'padded', 'dtype', 'layout', 'buffer', 'memory_layout', 'shard_cores', 'bytes'}]),
-'math_fidelity', 'fp32_acc', 'cores', 'grid_cores', 'programs'}: the input of
+'math_fidelity', 'fp32_acc', 'cores' (from circular buffers; None: unknown), 'grid' (the compute
+grid [x, y]), 'chunks' (SDPA q/k chunk sizes), 'programs'}: the input of
 benchmarks/ttnn_cost_model.py.
 """
 from __future__ import annotations
@@ -48,13 +49,16 @@ def range_cores(text: str) -> int:
                for x0, y0, x1, y1 in _RANGE.findall(text or ''))
 
 
-def _json_cores(text: str) -> int:
+def _json_grid(text: str) -> list[int] | None:
+    """[x, y] of a program's worker core ranges (JSON text; one rectangle: the compute grid)."""
     try:
         ranges = json.loads(text)
     except (TypeError, ValueError):
-        return 0
-    return sum((r['end']['x'] - r['start']['x'] + 1) * (r['end']['y'] - r['start']['y'] + 1)
-               for r in ranges)
+        return None
+    if len(ranges) != 1:
+        return None
+    r = ranges[0]
+    return [r['end']['x'] - r['start']['x'] + 1, r['end']['y'] - r['start']['y'] + 1]
 
 
 def _after(text: str, key: str) -> str | None:
@@ -139,12 +143,14 @@ def extract(graph: list, call: str, stack: list, known_cores: dict | None = None
         cb_cores = max((range_cores(n['params'].get('core_range_set', '')) for n in inner
                         if n.get('node_type') == 'circular_buffer_allocate'), default=0)
         fp32 = _after(attrs, 'fp32_dest_acc_en')
+        chunks = re.search(r'SDPAProgramConfig\(<xy_pair>, [^,]+, (\d+), (\d+)', attrs)
         out.append({'call': call, 'stack': list(stack), 'device_op': params.get('name', '?'),
                     'factory': str(params.get('program_factory_type', '')).split('::')[-1],
                     'inputs': ins, 'outputs': outs,
                     'math_fidelity': _after(attrs, 'math_fidelity'),
                     'fp32_acc': None if fp32 is None else fp32 in ('1', 'true'),
                     'cores': cb_cores or (known_cores or {}).get(signature(start)),
-                    'grid_cores': _json_cores(progs[0]['params'].get('worker_core_ranges')),
+                    'grid': _json_grid(progs[0]['params'].get('worker_core_ranges')),
+                    'chunks': [int(v) for v in chunks.groups()] if chunks else None,
                     'programs': len(progs)})
     return out

@@ -107,3 +107,61 @@ def test_estimate_tiny_da3_through_the_real_library(side_python, tmp_path):
     assert {'matmul', 'sdpa', 'norm', 'data movement'} <= kinds, kinds
     mm = [(rec, c) for rec, c in zip(est['records'], per_op) if c['kind'] == 'matmul']
     assert all(rec['math_fidelity'] == 'HiFi4' and rec['fp32_acc'] for rec, _ in mm)
+
+
+def test_quantized_matmul_on_the_recorded_grid():
+    # 1376 x 1024 @ 1024 x 4096 on an 11x10 grid, 2D multicast: blocks of ceil(43/10) x
+    # ceil(128/11) tiles per core, Kt = 32 tile products of 16 LoFi cycles each
+    rec = {'device_op': 'MatmulDeviceOperation', 'factory': 'MatmulMultiCoreReuseMcast2D'
+           'ProgramFactory', 'inputs': [t((1, 1, 1376, 1024)), t((1024, 4096))],
+           'outputs': [t((1, 1, 1376, 4096))], 'math_fidelity': 'HiFi4', 'grid': [11, 10],
+           'cores': None, 'stack': []}
+    cycles, used = cost.compute_cycles(rec, 110)
+    assert cycles == 5 * 12 * 32 * 16 and used == 9 * 11
+    c = cost.op_cost(rec, 110)
+    assert math.isclose(c.compute_s, cycles * 4 / 1.35e9) and c.bound == 'compute'
+
+
+def _node(counter, kind, params=None, arguments=(), inputs=(), connections=()):
+    return {'counter': counter, 'node_type': kind, 'params': params or {},
+            'arguments': list(arguments), 'input_tensors': list(inputs),
+            'connections': list(connections)}
+
+
+def test_op_records_from_a_graph_like_the_library_records():
+    """Node layout as ttnn 0.81.1 records a linear on the mock p150 (op_records.py doc)."""
+    import op_records
+    mem = ('MemoryConfig(memory_layout=TensorMemoryLayout::INTERLEAVED,buffer_type='
+           'BufferType::DRAM,shard_spec=std::nullopt)')
+
+    def tensor(c, shape, dtype='BFLOAT16'):
+        return _node(c, 'tensor', {'shape': f'Shape({shape})', 'dtype': f'DataType::{dtype}',
+                                   'layout': 'Layout::TILE', 'memory_config': mem})
+    attrs = ('MatmulParams(<variant>, 1, ' + mem + ', DataType::BFLOAT16, ComputeKernelConfig('
+             'math_fidelity=HiFi4,math_approx_mode=0,fp32_dest_acc_en=1,packer_l1_acc=1))')
+    grid = '[{"end":{"x":10,"y":9},"start":{"x":0,"y":0}}]'
+    graph = [_node(0, 'capture_start'),
+             _node(1, 'function_start', {'name': 'MatmulDeviceOperation',
+                                         'program_cache_hit': True, 'program_factory_type':
+                                         'ttnn::prim::MatmulMultiCoreReuseMcast2DProgramFactory'},
+                   [attrs, '{Tensor(...)}'], inputs=[2, 4]),
+             tensor(2, [1, 1, 200, 512]), _node(3, 'buffer', {'size': 229376}, connections=[2]),
+             tensor(4, [512, 1024], 'BFLOAT8_B'),
+             _node(5, 'buffer', {'size': 557056}, connections=[4]),
+             _node(6, 'function_start', {'name': 'tt::tt_metal::create_device_tensor'}),
+             _node(7, 'buffer', {'size': 458752}, connections=[9]),
+             _node(8, 'function_end', {'name': 'tt::tt_metal::create_device_tensor'}),
+             tensor(9, [1, 1, 200, 1024]),
+             _node(10, 'program_execution', {'worker_core_ranges': grid}),
+             _node(11, 'function_end', {'name': 'MatmulDeviceOperation'}, connections=[9]),
+             _node(12, 'capture_end')]
+    recs = op_records.extract(graph, 'ttnn.linear', ['engines/ttnn/common.py:1 (__call__)'])
+    assert len(recs) == 1
+    r = recs[0]
+    assert r['device_op'] == 'MatmulDeviceOperation' and r['programs'] == 1
+    assert r['factory'] == 'MatmulMultiCoreReuseMcast2DProgramFactory'
+    assert r['math_fidelity'] == 'HiFi4' and r['fp32_acc'] is True and r['grid'] == [11, 10]
+    assert [i['bytes'] for i in r['inputs']] == [229376, 557056]
+    assert r['inputs'][0]['padded'] == [1, 1, 224, 512] and r['inputs'][1]['dtype'] == 'BFLOAT8_B'
+    assert r['outputs'][0]['shape'] == [1, 1, 200, 1024] and r['outputs'][0]['buffer'] == 'DRAM'
+    assert op_records.range_cores('{[0-0 - 12-9], [0-10 - 1-10]}') == 132
