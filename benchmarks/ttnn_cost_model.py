@@ -199,6 +199,30 @@ def compute_cycles(rec: dict, grid_cores: int) -> tuple[float, int]:
     return busy * kt * TILE_CYCLES_LOFI, min(units, cores)
 
 
+def moved_tensors(rec: dict) -> list[tuple[dict, float]]:
+    """(tensor, fraction of its bytes the op moves) for every tensor of a record.
+
+    Every tensor once, whole (an output that is also an input, written in place, once), except
+    for slices: a slice reads only its output's worth of its input, a slice-write (the
+    DRAM-sliced conv path) writes only its input's worth into a larger output, so the larger
+    side counts only as much as the smaller one holds.
+    """
+    outs = list(rec['outputs'])
+    out_ids = {t.get('id') for t in outs} - {None}
+    ins = [t for t in rec['inputs'] if t.get('id') is None or t['id'] not in out_ids]
+    if rec.get('weight'):
+        ins.append(rec['weight'])
+    pairs = [(t, 1.0) for t in ins + outs]
+    if 'slice' in rec['device_op'].lower() and ins and outs:
+        b_in = sum(tensor_bytes(t) for t in ins)
+        b_out = sum(tensor_bytes(t) for t in outs)
+        if b_in > b_out > 0:
+            pairs = [(t, b_out / b_in) for t in ins] + [(t, 1.0) for t in outs]
+        elif b_out > b_in > 0:
+            pairs = [(t, 1.0) for t in ins] + [(t, b_in / b_out) for t in outs]
+    return pairs
+
+
 def op_cost(rec: dict, grid_cores: int) -> OpCost:
     """Roofline of one record; `grid_cores` stands in when the record names no core count."""
     kind = op_kind(rec['device_op'])
@@ -211,15 +235,12 @@ def op_cost(rec: dict, grid_cores: int) -> OpCost:
         cycles, cores = compute_cycles(rec, grid_cores)
         compute_s = cycles * FIDELITY_PASSES[fid] / CLOCK_HZ
     dram = l1 = 0.0
-    tensors = list(rec['inputs']) + list(rec['outputs'])
-    if rec.get('weight'):
-        tensors.append(rec['weight'])
-    for t in tensors:
+    for t, share in moved_tensors(rec):
         where = str(t.get('buffer') or 'DRAM').upper()
         if where == 'DRAM':
-            dram += tensor_bytes(t)
+            dram += tensor_bytes(t) * share
         elif where == 'L1':
-            l1 += tensor_bytes(t)
+            l1 += tensor_bytes(t) * share
     dram_rate = min(DRAM_BYTES_PER_S, cores * NOC_BYTES_PER_CYCLE * CLOCK_HZ)
     return OpCost(group_of(rec), kind, rec['device_op'], cores, fid if flops else None, flops,
                   dram, l1, compute_s, dram / dram_rate,

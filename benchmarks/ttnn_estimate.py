@@ -1,7 +1,7 @@
 """p150 cost ESTIMATE of the ttnn engine without a card (a roofline, never a measurement).
 
     .venv/bin/python benchmarks/ttnn_estimate.py [--model da3-large --size 518x518 ...]
-        [--grid 11x10|13x10] [--efficiency F] [--json OUT]
+        [--grid 11x10|13x10] [--efficiency F] [--json OUT] [--from-json EARLIER_OUT]
 
 Runs one forward per size of the engine (tt_depth_ros.engines.ttnn, rule-v1 weights) through the
 REAL ttnn 0.81.1 library on a mock p150 (the dry run: test/ttnn_dryrun/driver.py, bridge.py,
@@ -14,6 +14,7 @@ Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384.
 What it leaves out: op-to-op dispatch gaps, NoC contention, kernel quality, SFPU math, host and
 PCIe time. The estimate is for today's design as the library runs it on the mock device's grid
 (11x10 = 110 cores: a p150a with Tensix dispatch; the library rejects ETH dispatch).
+`--from-json` prices the op records of an earlier --json again (seconds, no library).
 Exit status 1 when the dry run itself reported a problem (its figures are then incomplete).
 """
 from __future__ import annotations
@@ -56,6 +57,17 @@ def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None) -> 
     return out
 
 
+def reprice(path: str, efficiency=None) -> list[dict]:
+    """The runs of an earlier --json, every size's records priced again by today's cost model."""
+    runs = json.loads(Path(path).read_text())['runs']
+    for r in runs:
+        for size, old in r['sizes'].items():
+            est = cost.estimate(old['records'], old['grid_cores'], efficiency)
+            est['programs'], est['records'] = old['programs'], old['records']
+            r['sizes'][size] = est
+    return runs
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', action='append', choices=sorted(driver.MODELS),
@@ -65,6 +77,7 @@ def main(argv=None) -> int:
     ap.add_argument('--grid', choices=sorted(driver.HARVEST), default='11x10')
     ap.add_argument('--efficiency', type=float, help='override the calibrated factor')
     ap.add_argument('--json', help='write the estimates (per op and per group) here')
+    ap.add_argument('--from-json', help='price the op records of an earlier --json again')
     a = ap.parse_args(argv)
     runs = [(m, a.size or driver.MODELS[m][2][:1]) for m in a.model] if a.model \
         else [(m, a.size or s) for m, s in DEFAULT_RUNS]
@@ -77,8 +90,10 @@ def main(argv=None) -> int:
           f'-> efficiency {cal.efficiency:.3f}'
           + (f' (overridden: {a.efficiency})' if a.efficiency else ''))
     results, rc = [], 0
-    for model, sizes in runs:
-        r = estimate_model(model, sizes, a.grid, a.efficiency)
+    earlier = reprice(a.from_json, a.efficiency) if a.from_json else None
+    for model, sizes in ([(r['model'], list(r['sizes'])) for r in earlier] if earlier
+                         else runs):
+        r = earlier.pop(0) if earlier else estimate_model(model, sizes, a.grid, a.efficiency)
         results.append(r)
         print(f'\n{model}: dry run {r["status"]}, {r["dispatch"]} dispatch, grid {r["grid"]}, '
               f'{r["wall_s"]} s')

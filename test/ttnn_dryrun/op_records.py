@@ -17,8 +17,9 @@ stacking_level}.
   MemoryConfig and dtype; the matmul program config is not serialized: `<variant>`), then the
   tensor arguments (`TensorSpec(logical_shape=..., dtype=..., memory_config=...)`).
 - `tensor` nodes: params shape (logical), dtype, layout, memory_config (text: memory_layout,
-  buffer_type, shard_spec with its core grid), address; a `buffer` node connected to a tensor
-  node gives its allocated bytes (tile padding and bfloat8_b exponents included).
+  buffer_type, shard_spec with its core grid and shard shape), address, tensor_id; a `buffer`
+  node connected to a tensor node gives its allocated bytes (tile padding and bfloat8_b
+  exponents included).
 - `program_execution` (one per program run): the sub-device's worker core ranges (the whole
   compute grid), not the cores the program uses.
 - `circular_buffer_allocate` (params size, address, core_range_set `{[0-0 - 12-9]}`): only on a
@@ -30,7 +31,8 @@ stacking_level}.
 
 extract(graph, call, stack) returns one record per device op that ran a program: {'call',
 'stack' (engine call sites, innermost first), 'device_op', 'factory', 'inputs' / 'outputs'
-([{'shape', 'padded', 'dtype', 'layout', 'buffer', 'memory_layout', 'shard_cores', 'bytes'}]),
+([{'id', 'shape', 'padded', 'dtype', 'layout', 'buffer', 'memory_layout', 'shard_cores',
+'shard_shape', 'bytes'}]),
 'math_fidelity', 'fp32_acc', 'cores' (from circular buffers; None: unknown), 'grid' (the compute
 grid [x, y]), 'chunks' (SDPA q/k chunk sizes), 'programs'}: the input of
 benchmarks/ttnn_cost_model.py.
@@ -47,6 +49,16 @@ def range_cores(text: str) -> int:
     """Cores in a core-range-set text: '{[0-0 - 12-9]}' -> 130."""
     return sum((int(x1) - int(x0) + 1) * (int(y1) - int(y0) + 1)
                for x0, y0, x1, y1 in _RANGE.findall(text or ''))
+
+
+def _json_cores(text: str) -> int:
+    """Cores in core ranges given as JSON text ([{"start": {x, y}, "end": {x, y}}, ...])."""
+    try:
+        ranges = json.loads(text)
+    except (TypeError, ValueError):
+        return 0
+    return sum((r['end']['x'] - r['start']['x'] + 1) * (r['end']['y'] - r['start']['y'] + 1)
+               for r in ranges)
 
 
 def _json_grid(text: str) -> list[int] | None:
@@ -76,11 +88,14 @@ def tensor_info(params: dict, nbytes: int | None) -> dict:
         if len(padded) > 1:
             padded[-2] = -(-padded[-2] // 32) * 32
     mem = params.get('memory_config', '')
-    shard = re.search(r'shard_spec=ShardSpec\(grid=(\{[^}]*\})', mem)
-    return {'shape': shape, 'padded': padded,
+    # shard_spec=ShardSpec{grid=[{"start":{"x":0,"y":0},"end":{"x":7,"y":9}}], shape=[32, 32], ..
+    shard = re.search(r'shard_spec=ShardSpec\{grid=(\[.*?\]), shape=\[([\d, ]+)\]', mem)
+    return {'id': params.get('tensor_id'), 'shape': shape, 'padded': padded,
             'dtype': str(params.get('dtype', '')).split('::')[-1], 'layout': layout,
             'buffer': _after(mem, 'buffer_type'), 'memory_layout': _after(mem, 'memory_layout'),
-            'shard_cores': range_cores(shard.group(1)) if shard else None, 'bytes': nbytes}
+            'shard_cores': _json_cores(shard.group(1)) if shard else None,
+            'shard_shape': [int(v) for v in shard.group(2).split(',')] if shard else None,
+            'bytes': nbytes}
 
 
 def signature(node: dict) -> str:
