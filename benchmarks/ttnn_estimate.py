@@ -9,7 +9,8 @@ environment.py), reads every device op the traced forward ran from the library's
 (test/ttnn_dryrun/op_records.py) and prices it with benchmarks/ttnn_cost_model.py: per op group
 (attention, MLP, norm, head, data movement, embed/other) the ideal roofline time, the time after
 the efficiency factor calibrated on tt-metal's Blackhole ViT-base demo, and what bounds it.
-Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384.
+Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384 (W x H; HxW
+384x512).
 
 What it leaves out: op-to-op dispatch gaps, NoC contention, kernel quality, SFPU math, host and
 PCIe time. The estimate is for today's design as the library runs it on the mock device's grid
@@ -31,7 +32,8 @@ sys.path[:0] = [str(ROOT / 'benchmarks'), str(ROOT / 'test' / 'ttnn_dryrun')]
 import driver  # noqa: E402  (the dry run: engine on the real library, mock p150)
 import ttnn_cost_model as cost  # noqa: E402
 
-DEFAULT_RUNS = [('da3-large', ['518x518', '280x504']), ('dust3r-large', ['512x384'])]
+# Sizes are HxW. The DUSt3R pair "512x384" is DUSt3R's width x height: HxW 384x512.
+DEFAULT_RUNS = [('da3-large', ['518x518', '280x504']), ('dust3r-large', ['384x512'])]
 TITLES = {'da3-tiny': 'DA3 tiny', 'da3-large': 'DA3METRIC-LARGE', 'dust3r-tiny': 'DUSt3R tiny',
           'dust3r-large': 'DUSt3R ViT-L/512 DPT pair'}
 

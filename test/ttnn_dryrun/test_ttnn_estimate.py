@@ -99,6 +99,8 @@ def test_estimate_tiny_da3_through_the_real_library(side_python, tmp_path):
         assert math.isclose(row['calibrated_ms'], row['ideal_ms'] / eff)
     per_op = est['per_op']
     assert len(per_op) == len(est['records']) == est['ops'] > 0
+    # every program of the traced forward belongs to one recorded device op
+    assert sum(rec['programs'] for rec in est['records']) == est['programs']
     assert math.isclose(sum(c['ideal_s'] for c in per_op) * 1e3, est['total']['ideal_ms'])
     for rec, c in zip(est['records'], per_op):   # the table is the records' own roofline
         again = cost.op_cost(rec, est['grid_cores'])
