@@ -58,9 +58,10 @@ _DATA_MOVEMENT = ('reshape', 'view', 'permute', 'transpose', 'concat', 'slice', 
 # Engine source files whose ops form each group (the innermost matching frame of the call stack).
 _HEAD_FILES = ('da3_head.py', 'dpt_neck.py', 'dpt_fusion.py', 'dpt_output.py', 'resize.py',
                'dust3r_dpt_head.py')
-_ATTENTION_MARKS = ('attention.py', 'rope2d.py', '(attention_step)', '(cross_step)',
-                    '(cross_attention_step)')
-_MLP_MARKS = ('(mlp_step)', 'TtMlp', '(__call__) mlp')
+# (the CroCo decoder's cross-attention residual step is called from dust3r_decoder_block.py)
+_ATTENTION_MARKS = ('attention.py', 'rope2d.py', '(attention_step)', '(_cross)',
+                    'dust3r_decoder_block.py')
+_MLP_MARKS = ('(mlp_step)',)
 
 
 def op_kind(device_op: str) -> str:
