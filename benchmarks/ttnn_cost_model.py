@@ -8,7 +8,8 @@ per-group ideal and calibrated times.
 
 The model (tt-metal's own op performance-model formulas where they exist):
 - matmul / SDPA / conv: cycles = 2*M*K*N / (cores * 4096) * fidelity passes (LoFi 1, HiFi2 2,
-  HiFi3 3, HiFi4 4); M, K, N from the tile-padded shapes the hardware computes on.
+  HiFi3 3, HiFi4 4); M, K, N from the tile-padded shapes the hardware computes on, the work split
+  over the recorded compute grid in whole tiles (compute_cycles: the busiest core decides).
 - DRAM: every DRAM tensor an op reads or writes moves once, at 512 GB/s, capped by what the op's
   cores can move over the NoC (NOC_BYTES_PER_CYCLE each): one core cannot saturate DRAM.
 - L1 (sharded or L1-interleaved tensors): L1_BYTES_PER_CYCLE per core of the op.
