@@ -77,7 +77,9 @@ def pytest_collection_modifyitems(config, items):
 # they left one worker busy for two minutes while the others idled; earlier than that they would
 # overlap the Kilted pass (its first ~3 minutes), which holds timing-sensitive waits.
 SPLIT_PER_TEST = ('test/ttnn_dryrun/test_ttnn_dryrun.py',)
-BEFORE_TOOLS = SPLIT_PER_TEST + ('test/tools/bench/test_benchmark.py',)
+# (the cost estimate's file: one tiny-DA3 run through the real library, ~20 s)
+BEFORE_TOOLS = SPLIT_PER_TEST + ('test/tools/bench/test_benchmark.py',
+                                 'test/ttnn_dryrun/test_ttnn_estimate.py')
 
 
 def _work_order(scopes: list[str]) -> list[str]:

@@ -5,7 +5,8 @@ exists for Python 3.12 only and runs in the side venv (server.py). Every attribu
 the engine makes on `ttnn` or on an object it returned is forwarded; objects stay in the server
 and are represented here by `Remote` handles (dropped when garbage-collected here). Torch tensors
 travel as arrays; `to_torch` returns a torch tensor of the dtype the real function returns.
-Each call carries the engine's innermost call site, for the report.
+Each call carries the engine's call sites (innermost first), for the report and the cost
+estimate's op groups.
 """
 from __future__ import annotations
 
@@ -32,15 +33,17 @@ class RemoteError(RuntimeError):
     pass
 
 
-def _site() -> str:
+def _stack(limit: int = 8) -> list[str]:
+    """The engine's call sites of this ttnn call, innermost first ('file:line (function)')."""
+    out = []
     f = sys._getframe(2)
-    while f is not None:
+    while f is not None and len(out) < limit:
         path = f.f_code.co_filename
         if path.startswith(PROJECT):
-            return f'{os.path.relpath(path, os.path.dirname(PROJECT))}:{f.f_lineno} ' \
-                   f'({f.f_code.co_name})'
+            out.append(f'{os.path.relpath(path, os.path.dirname(PROJECT))}:{f.f_lineno} '
+                       f'({f.f_code.co_name})')
         f = f.f_back
-    return '?'
+    return out
 
 
 class Bridge:
@@ -186,8 +189,9 @@ class Remote:
 
     def __call__(self, *args, **kwargs):
         b = object.__getattribute__(self, '_bridge')
+        stack = _stack()
         return b.request('call', wire.Ref(object.__getattribute__(self, '_id')),
-                         b.encode(args), b.encode(kwargs), _site())
+                         b.encode(args), b.encode(kwargs), stack[0] if stack else '?', stack)
 
     def __eq__(self, other):
         b = object.__getattribute__(self, '_bridge')

@@ -68,8 +68,13 @@ def mock_descriptor(grid: str, workdir: Path) -> Path:
     return out
 
 
-def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=None) -> dict:
-    """One model through build/prepare/infer/close; returns the report (see module doc)."""
+def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=None,
+        op_records: bool = False) -> dict:
+    """One model through build/prepare/infer/close; returns the report (see module doc).
+
+    op_records: each trace in the report also lists the device ops its body ran, read from the
+    real library's graph capture (monitor.py, op_records.py; benchmarks/ttnn_estimate.py).
+    """
     import numpy as np
     from bridge import Bridge
     engine_name, source, default_sizes = MODELS[model]
@@ -77,6 +82,8 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
     work = Path(tempfile.mkdtemp(prefix='tt_depth_ros_dryrun_'))
     env = environment.side_env()
     env['TT_METAL_MOCK_CLUSTER_DESC_PATH'] = str(mock_descriptor(grid, work))
+    if op_records:
+        env['TT_DRYRUN_OP_RECORDS'] = '1'
     py = environment.ensure_dryrun_venv()
     os.environ['TT_DEPTH_ROS_TTNN_CACHE'] = str(work / 'weight_cache')
     t_start = time.perf_counter()

@@ -21,10 +21,17 @@ Budgets: real programs per traced forward (tt-metal's graph capture of the trace
 'program_execution' nodes), the largest per-core circular-buffer total of one program in the
 eager warm-up (where programs are created), and the peak DRAM / L1 buffer bytes the allocator
 held (memory views after each call).
+
+Op records (Monitor(op_records=True), the cost estimate's input: benchmarks/ttnn_estimate.py):
+inside a trace capture every call runs under its own graph capture, and op_records.py reads the
+device operations it ran from that graph, tagged with the engine's call stack; the cores each op
+runs on come from the circular buffers of the eager warm-up's graph (program-cache misses).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import op_records as op_records_mod
 
 HOST_IO = {'ttnn.from_torch', 'ttnn.to_torch', 'ttnn.to_device', 'ttnn.from_device',
            'ttnn.copy_host_to_device_tensor', 'ttnn.copy_device_to_host_tensor',
@@ -51,11 +58,13 @@ class EmulatedTrace:
     programs: int = 0
     phase: str = ''
     programs_by_op: dict = field(default_factory=dict)   # top-level op -> [calls, programs]
+    ops: list = field(default_factory=list)   # op_records.extract records (op_records=True)
 
 
 @dataclass
 class Monitor:
     ttnn: object
+    op_records: bool = False    # per-call graphs inside trace captures -> EmulatedTrace.ops
     records: list = field(default_factory=list)
     phase: str = 'setup'
     tracked: dict = field(default_factory=dict)     # id(tensor) -> Tracked
@@ -68,6 +77,8 @@ class Monitor:
     _seen: set = field(default_factory=set)
     _cache_entries: int = 0
     _warmup_graph: bool = False
+    _call_graphs: list = field(default_factory=list)
+    _known_cores: dict = field(default_factory=dict)   # op signature -> cores (warm-up CBs)
 
     # -- bookkeeping --------------------------------------------------------------------------
     def set_phase(self, name: str) -> None:
@@ -87,6 +98,8 @@ class Monitor:
             graph = self.ttnn._ttnn.graph.end_graph_capture()
             self.cb_peak[self.phase] = max(self.cb_peak.get(self.phase, 0),
                                            cb_peak_per_core(graph))
+            if self.op_records:     # the trace body hits the program cache: no CBs recorded
+                self._known_cores.update(op_records_mod.cores_by_signature(graph))
 
     def _key(self, t):
         ttnn = self.ttnn
@@ -155,7 +168,7 @@ class Monitor:
                 yield v
 
     # -- the call -----------------------------------------------------------------------------
-    def call(self, qual, fn, args, kwargs, site):
+    def call(self, qual, fn, args, kwargs, site, stack=None):
         ttnn = self.ttnn
         if self.capturing is not None and qual in HOST_IO and not (
                 qual in ('ttnn.from_torch', 'ttnn.as_tensor') and kwargs.get('device') is None):
@@ -177,7 +190,7 @@ class Monitor:
                                  'tensor', args, kwargs, ('uaf', tr.made_at, freed_at, site))
         before = self._allocated() if self._live_traces() and self.capturing is None else None
         try:
-            out = fn(*args, **kwargs)
+            out = self._invoke(qual, fn, args, kwargs, stack or [site])
         except Exception as e:
             self._record('rejected', qual, site, error_text(e), args, kwargs)
             raise
@@ -194,6 +207,21 @@ class Monitor:
                 self._record('hazard', qual, site, f'device memory allocated while a trace '
                              f'exists ({grew} bytes): a replay may overwrite it', args, kwargs,
                              ('alloc-in-trace', qual, site))
+        return out
+
+    def _invoke(self, qual, fn, args, kwargs, stack):
+        """fn(*args, **kwargs); inside a capture with op_records, under its own graph capture."""
+        trace = self.capturing
+        if trace is None or not self.op_records or qual.endswith('_trace_capture'):
+            return fn(*args, **kwargs)
+        graph_api = self.ttnn._ttnn.graph
+        graph_api.begin_graph_capture(graph_api.RunMode.NORMAL)
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            graph = graph_api.end_graph_capture()
+            self._call_graphs.append(graph)
+        trace.ops.extend(op_records_mod.extract(graph, qual, stack, self._known_cores))
         return out
 
     def _note_output(self, o, qual, site, args, kwargs):
@@ -242,11 +270,18 @@ class Monitor:
         self.traces.append(tr)
         self.capturing = tr
         self._cache_entries = device.num_program_cache_entries()
-        self.ttnn._ttnn.graph.begin_graph_capture(self.ttnn._ttnn.graph.RunMode.NORMAL)
+        if self.op_records:
+            self._call_graphs = []      # one graph per call (_invoke) instead of one in all
+        else:
+            self.ttnn._ttnn.graph.begin_graph_capture(self.ttnn._ttnn.graph.RunMode.NORMAL)
         return tr
 
     def end_trace_capture(self, device, trace_id, *, cq_id=None):
-        graph = self.ttnn._ttnn.graph.end_graph_capture()
+        if self.op_records:
+            graph = [n for g in self._call_graphs for n in g]
+            self._call_graphs = []
+        else:
+            graph = self.ttnn._ttnn.graph.end_graph_capture()
         if trace_id is not self.capturing:
             raise RuntimeError('dry run: end_trace_capture of a trace that is not capturing')
         trace_id.programs = sum(1 for n in graph if n.get('node_type') == 'program_execution')
@@ -298,7 +333,8 @@ class Monitor:
                 'cb_peak_per_core_by_phase': self.cb_peak,
                 'peak_bytes_by_phase': self.peak_phase,
                 'traces': [{'number': t.number, 'phase': t.phase, 'state': t.state,
-                            'programs': t.programs, 'programs_by_op': t.programs_by_op}
+                            'programs': t.programs, 'programs_by_op': t.programs_by_op,
+                            **({'ops': t.ops} if self.op_records else {})}
                            for t in self.traces]}
 
 

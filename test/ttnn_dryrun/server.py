@@ -9,7 +9,9 @@ module and on the objects it returns, for an engine running in another interpret
 Besides forwarding, it records what the engine must never do (monitor.Monitor): every call the
 library rejects, use of a tensor whose buffer was freed through another tensor, allocation while
 a trace exists, host I/O or a program-cache miss inside a trace capture; and what the budgets
-need: programs per forward, peak DRAM/L1.
+need: programs per forward, peak DRAM/L1. With TT_DRYRUN_OP_RECORDS=1 (driver.run(op_records=
+True)) each trace also lists the device ops its body ran (monitor.py, op_records.py), the input of
+the cost estimate (benchmarks/ttnn_estimate.py).
 
 Torch is not installed here: `from_torch`/`to_torch` (which import torch) are replaced by
 numpy-fed versions built on the same `ttnn.Tensor` constructor. Trace capture cannot run on the
@@ -35,7 +37,7 @@ class Server:
         self.objects: dict[int, object] = {0: ttnn}
         self.names: dict[int, str] = {0: 'ttnn'}
         self.next_id = 1
-        self.monitor = Monitor(ttnn)
+        self.monitor = Monitor(ttnn, op_records=os.environ.get('TT_DRYRUN_OP_RECORDS') == '1')
         self.shims = {'from_torch': self.from_torch, 'to_torch': self.to_torch,
                       'begin_trace_capture': self.monitor.begin_trace_capture,
                       'end_trace_capture': self.monitor.end_trace_capture,
@@ -128,11 +130,11 @@ class Server:
             return self.encode(self.shims[name], f'ttnn.{name}')
         return self.encode(getattr(obj, name), f'{self.names[ref.id]}.{name}')
 
-    def call(self, ref, args, kwargs, site):
+    def call(self, ref, args, kwargs, site, stack=None):
         fn = self.objects[ref.id]
         qual = self.names[ref.id]
         args, kwargs = self.decode(args), self.decode(kwargs)
-        out = self.monitor.call(qual, fn, args, kwargs, site)
+        out = self.monitor.call(qual, fn, args, kwargs, site, stack)
         return self.encode(out, f'result of {qual}')
 
     def handle(self, msg):

@@ -1,0 +1,389 @@
+"""A p150 roofline for device-op records: an ESTIMATE, never a measurement (pure Python, no ttnn).
+
+Input: one record per device operation of a forward, as test/ttnn_dryrun/op_records.py reads them
+from the real ttnn 0.81.1 library's graph capture on a mock p150 (what the library decided:
+device operation, program factory, tensor shapes / dtypes / layouts / memory configs, math
+fidelity, fp32 accumulation, the cores its circular buffers were placed on). Output: per-op and
+per-group ideal and calibrated times.
+
+The model (tt-metal's own op performance-model formulas where they exist):
+- matmul / SDPA / conv: cycles = 2*M*K*N / (cores * 4096) * fidelity passes (LoFi 1, HiFi2 2,
+  HiFi3 3, HiFi4 4); M, K, N from the tile-padded shapes the hardware computes on, the work split
+  over the recorded compute grid in whole tiles (compute_cycles: the busiest core decides).
+- DRAM: every DRAM tensor an op reads or writes moves once, at 512 GB/s, capped by what the op's
+  cores can move over the NoC (NOC_BYTES_PER_CYCLE each): one core cannot saturate DRAM.
+- L1 (sharded or L1-interleaved tensors): L1_BYTES_PER_CYCLE per core of the op.
+- Every other op (eltwise, norm, softmax, data movement) is bound by those bytes alone.
+- An op's ideal time is the largest of its compute, DRAM and L1 times (that is what bounds it).
+- Calibrated = ideal / EFFICIENCY, one factor derived from a published measurement of a design
+  like the one the library runs: tt-metal's Blackhole ViT-base demo (see calibration()).
+Left out (so the calibrated figures are neither a floor nor a ceiling): op-to-op dispatch gaps
+(the calibration counts device kernel time only), NoC contention between concurrent readers,
+DRAM bank conflicts, kernel quality differences between ops, SFPU cost of eltwise math
+(exp, erf, reciprocal), host and PCIe time.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+CLOCK_HZ = 1.35e9                  # Blackhole AI clock
+MULADDS_PER_CYCLE_LOFI = 4096      # tt-metal perf model: 2*M*K*N / (cores * 4096) cycles at LoFi
+FIDELITY_PASSES = {'LoFi': 1, 'HiFi2': 2, 'HiFi3': 3, 'HiFi4': 4}
+DRAM_BYTES_PER_S = 512e9           # p150 GDDR6 peak
+NOC_BYTES_PER_CYCLE = 64           # per core: one 64 B NoC flit per cycle (assumption)
+L1_BYTES_PER_CYCLE = 64            # per core, local L1 for sharded operands (assumption)
+P150_GRID = (13, 10)               # unharvested compute grid with ETH dispatch; 12x10 on Tensix
+# ttnn's default fidelity when an op records none (matmul/SDPA/conv without a kernel config)
+DEFAULT_FIDELITY = 'HiFi4'
+
+# Bytes per element of each dtype (block floats: a 32x32 tile holds 1024 mantissas plus 64
+# shared exponent bytes: bfloat8_b 1088 B per tile, bfloat4_b 576 B).
+DTYPE_BYTES = {'BFLOAT16': 2.0, 'FLOAT32': 4.0, 'BFLOAT8_B': 1088 / 1024,
+               'BFLOAT4_B': 576 / 1024, 'UINT8': 1.0, 'UINT16': 2.0, 'INT32': 4.0,
+               'UINT32': 4.0}
+
+GROUPS = ('attention', 'MLP', 'norm', 'head', 'data movement', 'embed/other')
+
+# Device-operation names (lower case, substrings) by what the hardware does.
+_MATMUL = ('matmul',)
+_SDPA = ('sdpa', 'scaleddotproduct', 'scaled_dot_product')
+_CONV = ('conv2d', 'conv')
+_NORM = ('layernorm', 'layer_norm', 'groupnorm', 'rmsnorm')
+_DATA_MOVEMENT = ('reshape', 'view', 'permute', 'transpose', 'concat', 'slice', 'pad', 'tilize',
+                  'untilize', 'typecast', 'copy', 'clone', 'reshard', 'sharded', 'move', 'fold',
+                  'repeat', 'createqkvheads', 'create_qkv_heads', 'splitqueryvalue', 'concatheads',
+                  'concatenate_heads', 'upsample', 'fill', 'split', 'to_layout', 'tolayout',
+                  'to_memory_config', 'tomemoryconfig', 'nlp', 'halo')
+
+# Engine source files whose ops form each group (the innermost matching frame of the call stack).
+_HEAD_FILES = ('da3_head.py', 'dpt_neck.py', 'dpt_fusion.py', 'dpt_output.py', 'resize.py',
+               'dust3r_dpt_head.py')
+# (the CroCo decoder's cross-attention residual step is called from dust3r_decoder_block.py)
+_ATTENTION_MARKS = ('attention.py', 'rope2d.py', '(attention_step)', '(_cross)',
+                    'dust3r_decoder_block.py')
+_MLP_MARKS = ('(mlp_step)',)
+
+
+def op_kind(device_op: str) -> str:
+    """'matmul', 'sdpa', 'conv', 'norm', 'data movement' or 'eltwise' for a device-op name."""
+    n = device_op.lower().replace('::', '_')
+    if any(k in n for k in _SDPA):
+        return 'sdpa'
+    if any(k in n for k in _MATMUL):
+        return 'matmul'
+    if any(k in n for k in _CONV) and 'convert' not in n:
+        return 'conv'
+    if any(k in n for k in _NORM):
+        return 'norm'
+    if any(k in n for k in _DATA_MOVEMENT):
+        return 'data movement'
+    return 'eltwise'
+
+
+def group_of(rec: dict) -> str:
+    """Op group of a record: its kind (norm, data movement) else its engine call stack."""
+    kind = op_kind(rec['device_op'])
+    if kind == 'norm':
+        return 'norm'
+    if kind == 'data movement':
+        return 'data movement'
+    stack = rec.get('stack') or []
+    if any(f in frame for frame in stack for f in _HEAD_FILES):
+        return 'head'
+    for frame in stack:            # innermost first: the nearest block step decides
+        if any(m in frame for m in _ATTENTION_MARKS):
+            return 'attention'
+        if any(m in frame for m in _MLP_MARKS):
+            return 'MLP'
+    return 'embed/other'
+
+
+def tensor_bytes(t: dict) -> float:
+    """Bytes a tensor occupies on device: its buffer's size when recorded, else from its shape."""
+    if t.get('bytes'):
+        return float(t['bytes'])
+    shape = t.get('padded') or t['shape']
+    return math.prod(int(v) for v in shape) * DTYPE_BYTES.get(str(t['dtype']).upper(), 2.0)
+
+
+def _dims(t: dict) -> list[int]:
+    return [int(v) for v in (t.get('padded') or t['shape'])]
+
+
+def op_flops(rec: dict) -> float:
+    """2*M*K*N of a matmul / conv (as a matmul over the prepared weights) or QK^T + PV of SDPA."""
+    kind = op_kind(rec['device_op'])
+    ins, outs = rec['inputs'], rec['outputs']
+    if kind == 'sdpa':
+        q, k = _dims(ins[0]), _dims(ins[1])
+        batch_heads = math.prod(q[:-2])
+        return 4.0 * batch_heads * q[-2] * k[-2] * q[-1]
+    if kind in ('matmul', 'conv'):
+        out = _dims(outs[0])
+        m, n = math.prod(out[:-1]), out[-1]
+        if kind == 'matmul':
+            k = _dims(ins[0])[-1]
+        else:       # conv: the weight operand is [1, 1, K = kh*kw*Cin (padded), Cout]
+            k = _dims(rec['weight'])[-2] if rec.get('weight') else _dims(ins[1])[-2]
+        return 2.0 * m * k * n
+    return 0.0
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """The roofline of one device op (seconds; bytes; flops)."""
+
+    group: str
+    kind: str
+    name: str
+    cores: int
+    fidelity: str | None
+    flops: float
+    dram_bytes: float
+    l1_bytes: float
+    compute_s: float
+    dram_s: float
+    l1_s: float
+
+    @property
+    def ideal_s(self) -> float:
+        return max(self.compute_s, self.dram_s, self.l1_s)
+
+    @property
+    def bound(self) -> str:
+        best = max(self.compute_s, self.dram_s, self.l1_s)
+        if best <= 0:
+            return 'none'
+        return 'compute' if best == self.compute_s else 'DRAM' if best == self.dram_s else 'L1'
+
+
+TILE_CYCLES_LOFI = 2 * 32 ** 3 / MULADDS_PER_CYCLE_LOFI   # one 32x32x32 tile product: 16
+
+
+def _tiles(n: int) -> int:
+    return -(-int(n) // 32)
+
+
+def compute_cycles(rec: dict, grid_cores: int) -> tuple[float, int]:
+    """(LoFi cycles of the busiest core, cores doing work) of a matmul / SDPA / conv record.
+
+    With the compute grid recorded ('grid' [x, y]) the work is split the way the library's
+    programs split it, in whole tiles: a 2D-multicast matmul gives each core a block of
+    ceil(Mt / y) x ceil(Nt / x) output tiles, other matmuls and convs ceil(output tiles / cores),
+    SDPA ceil(batch * heads * q chunks / cores) chunks of q_chunk x padded-Sk. Without a grid
+    (hand-made records): 2*M*K*N / (cores * 4096), cores = the record's or `grid_cores`.
+    """
+    kind = op_kind(rec['device_op'])
+    flops = op_flops(rec)
+    grid = rec.get('grid')
+    if not grid:
+        cores = int(rec.get('cores') or grid_cores)
+        return flops / (cores * MULADDS_PER_CYCLE_LOFI), cores
+    gx, gy = int(grid[0]), int(grid[1])
+    cores = int(rec.get('cores') or gx * gy)
+    if kind == 'sdpa':
+        q, k = _dims(rec['inputs'][0]), _dims(rec['inputs'][1])
+        qc, kc = rec.get('chunks') or (32, 32)
+        units = math.prod(q[:-2]) * -(-q[-2] // qc)
+        sk = -(-k[-2] // kc) * kc
+        busy = -(-units // cores)
+        return busy * 4.0 * qc * sk * q[-1] / MULADDS_PER_CYCLE_LOFI, min(units, cores)
+    out = _dims(rec['outputs'][0])
+    kt = _tiles(flops / (2.0 * math.prod(out)))       # K in tiles (from 2*M*K*N)
+    mt, nt = _tiles(math.prod(out[:-1])), _tiles(out[-1])
+    if kind == 'matmul' and '2d' in str(rec.get('factory', '')).lower():
+        pm, pn = -(-mt // gy), -(-nt // gx)
+        used = -(-mt // pm) * -(-nt // pn)
+        return pm * pn * kt * TILE_CYCLES_LOFI, used
+    units = mt * nt
+    busy = -(-units // cores)
+    return busy * kt * TILE_CYCLES_LOFI, min(units, cores)
+
+
+def moved_tensors(rec: dict) -> list[tuple[dict, float]]:
+    """(tensor, fraction of its bytes the op moves) for every tensor of a record.
+
+    Every tensor once, whole (an output that is also an input, written in place, once), except
+    for slices: a slice reads only its output's worth of its input, a slice-write (the
+    DRAM-sliced conv path) writes only its input's worth into a larger output, so the larger
+    side counts only as much as the smaller one holds.
+    """
+    outs = list(rec['outputs'])
+    out_ids = {t.get('id') for t in outs} - {None}
+    ins = [t for t in rec['inputs'] if t.get('id') is None or t['id'] not in out_ids]
+    if rec.get('weight'):
+        ins.append(rec['weight'])
+    pairs = [(t, 1.0) for t in ins + outs]
+    if 'slice' in rec['device_op'].lower() and ins and outs:
+        b_in = sum(tensor_bytes(t) for t in ins)
+        b_out = sum(tensor_bytes(t) for t in outs)
+        if b_in > b_out > 0:
+            pairs = [(t, b_out / b_in) for t in ins] + [(t, 1.0) for t in outs]
+        elif b_out > b_in > 0:
+            pairs = [(t, 1.0) for t in ins] + [(t, b_in / b_out) for t in outs]
+    return pairs
+
+
+def op_cost(rec: dict, grid_cores: int) -> OpCost:
+    """Roofline of one record; `grid_cores` stands in when the record names no core count."""
+    kind = op_kind(rec['device_op'])
+    cores = int(rec.get('cores') or grid_cores)
+    fid = rec.get('math_fidelity')
+    flops = op_flops(rec)
+    compute_s = 0.0
+    if flops:
+        fid = fid or DEFAULT_FIDELITY
+        cycles, cores = compute_cycles(rec, grid_cores)
+        compute_s = cycles * FIDELITY_PASSES[fid] / CLOCK_HZ
+    dram = l1 = 0.0
+    for t, share in moved_tensors(rec):
+        where = str(t.get('buffer') or 'DRAM').upper()
+        if where == 'DRAM':
+            dram += tensor_bytes(t) * share
+        elif where == 'L1':
+            l1 += tensor_bytes(t) * share
+    dram_rate = min(DRAM_BYTES_PER_S, cores * NOC_BYTES_PER_CYCLE * CLOCK_HZ)
+    return OpCost(group_of(rec), kind, rec['device_op'], cores, fid if flops else None, flops,
+                  dram, l1, compute_s, dram / dram_rate,
+                  l1 / (cores * L1_BYTES_PER_CYCLE * CLOCK_HZ))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The efficiency factor and where it comes from (see calibration())."""
+
+    efficiency: float              # model ideal / measured device-kernel time
+    measured_s: float              # per batch
+    ideal_s: float                 # the full model on the demo's op list
+    compute_only_s: float          # its matmul roofline alone
+    compute_only_fraction: float   # compute_only_s / measured_s (~26 % for the demo)
+    source: str
+
+
+# tt-metal models/demos/blackhole/vit (ViT-base patch16-224 on a p150): test_vit_device_perf.py
+# expects 4,300 device-kernel samples/s at batch 10 ("AVG DEVICE KERNEL SAMPLES/S", 3 % margin);
+# tt/ttnn_optimized_sharded_vit_bh.py: 12x10 grid, bfloat8_b activations and weights, matmuls with
+# no compute kernel config (LoFi), block-sharded L1 linears, height-sharded attention (seq 197
+# padded to 224), one DRAM round trip of the context layer per block (its workaround of
+# tenstorrent/tt-metal issue #22640).
+VIT_DEMO = dict(batch=10, samples_per_s=4300.0, grid=(12, 10), seq=224, hidden=768, mlp=3072,
+                heads=12, layers=12, patches=196, patch_k=1024, classes=1152)
+
+
+def _t(shape, dtype='BFLOAT8_B', buffer='L1'):
+    return {'shape': list(shape), 'padded': list(shape), 'dtype': dtype, 'buffer': buffer}
+
+
+def vit_base_demo_records(cfg: dict = VIT_DEMO) -> list[dict]:
+    """The demo's device ops as records (what its configuration says each op reads and writes)."""
+    b, s, d, f, h = cfg['batch'], cfg['seq'], cfg['hidden'], cfg['mlp'], cfg['heads']
+    dh = d // h
+    cores = cfg['grid'][0] * cfg['grid'][1]
+
+    def rec(op, ins, outs, stack, fid='LoFi'):
+        return {'device_op': op, 'inputs': ins, 'outputs': outs, 'stack': [stack],
+                'math_fidelity': fid, 'cores': cores}
+
+    def lin(k, n, stack, m=b * s):
+        return rec('Matmul', [_t((m, k)), _t((k, n), buffer='DRAM')], [_t((m, n))], stack)
+
+    x = _t((b, s, d))
+    layer = [
+        rec('LayerNorm', [x], [x], 'layer_norm'),
+        lin(d, 3 * d, '(attention_step)'),
+        rec('Reshard', [_t((b * s, 3 * d))], [_t((b * s, 3 * d))], 'reshard'),
+        rec('CreateQKVHeads', [_t((b * s, 3 * d))], [_t((b, h, s, dh))] * 3, 'split'),
+        rec('Matmul', [_t((b, h, s, dh)), _t((b, h, dh, s))], [_t((b, h, s, s))],
+            '(attention_step)'),
+        rec('BinaryMul', [_t((b, h, s, s))], [_t((b, h, s, s))], '(attention_step)'),
+        rec('Softmax', [_t((b, h, s, s))], [_t((b, h, s, s))], '(attention_step)'),
+        rec('Matmul', [_t((b, h, s, s)), _t((b, h, s, dh))], [_t((b, h, s, dh))],
+            '(attention_step)'),
+        rec('ConcatHeads', [_t((b, h, s, dh))], [x], 'concat'),
+        rec('ShardedToInterleaved', [x], [_t((b, s, d), buffer='DRAM')], 'to_memory_config'),
+        rec('InterleavedToSharded', [_t((b, s, d), buffer='DRAM')], [x], 'to_memory_config'),
+        lin(d, d, '(attention_step)'),
+        rec('BinaryAdd', [x, x], [x], '(attention_step)'),
+        rec('LayerNorm', [x], [x], 'layer_norm'),
+        lin(d, f, '(mlp_step)'),
+        lin(f, d, '(mlp_step)'),
+        rec('BinaryAdd', [x, x], [x], '(mlp_step)'),
+    ]
+    m_embed = -(-b * cfg['patches'] // 32) * 32
+    out = [lin(cfg['patch_k'], d, 'embed', m=m_embed)]
+    out += layer * cfg['layers']
+    out.append(lin(d, cfg['classes'], 'classifier'))
+    return out
+
+
+def calibration(cfg: dict = VIT_DEMO) -> Calibration:
+    """EFFICIENCY = the model's ideal time for the ViT demo / its measured device-kernel time.
+
+    The same model on both sides: whatever it leaves out of the demo (SFPU math of softmax and
+    GELU, per-op kernel overheads, NoC traffic of the multicast matmuls) is in the factor, so a
+    design like the demo's (sharded L1, LoFi bf8 matmuls) gets the demo's measured speed. A design
+    whose time goes elsewhere (DRAM-interleaved activations, HiFi4) is scaled by the same factor:
+    that is the estimate's largest uncertainty.
+    """
+    grid = cfg['grid'][0] * cfg['grid'][1]
+    costs = [op_cost(r, grid) for r in vit_base_demo_records(cfg)]
+    ideal = sum(c.ideal_s for c in costs)
+    compute = sum(c.compute_s for c in costs)
+    measured = cfg['batch'] / cfg['samples_per_s']
+    return Calibration(ideal / measured, measured, ideal, compute, compute / measured,
+                       'tt-metal models/demos/blackhole/vit: 4,300 device-kernel samples/s, '
+                       'batch 10, p150, 12x10 grid, bfloat8_b, LoFi, block-sharded L1')
+
+
+def estimate(records: list[dict], grid_cores: int, efficiency: float | None = None) -> dict:
+    """Per-op costs and the per-group table of a forward's records (JSON-ready)."""
+    cal = calibration()
+    eff = cal.efficiency if efficiency is None else float(efficiency)
+    costs = [op_cost(r, grid_cores) for r in records]
+    groups = {}
+    for g in GROUPS:
+        cs = [c for c in costs if c.group == g]
+        by_bound = {}
+        for c in cs:
+            by_bound[c.bound] = by_bound.get(c.bound, 0.0) + c.ideal_s
+        ideal = sum(c.ideal_s for c in cs)
+        groups[g] = {'ops': len(cs), 'gflop': sum(c.flops for c in cs) / 1e9,
+                     'dram_mb': sum(c.dram_bytes for c in cs) / 1e6,
+                     'l1_mb': sum(c.l1_bytes for c in cs) / 1e6,
+                     'ideal_ms': ideal * 1e3, 'calibrated_ms': ideal / eff * 1e3,
+                     'bound': max(by_bound, key=by_bound.get) if by_bound else '-',
+                     'ideal_ms_by_bound': {k: v * 1e3 for k, v in sorted(by_bound.items())}}
+    ideal = sum(c.ideal_s for c in costs)
+    return {'kind': 'ESTIMATE (roofline from the real library\'s op decisions; not a '
+                    'measurement)',
+            'efficiency': eff, 'calibration': asdict(cal), 'grid_cores': grid_cores,
+            'ops': len(costs), 'groups': groups,
+            'total': {'ideal_ms': ideal * 1e3, 'calibrated_ms': ideal / eff * 1e3,
+                      'gflop': sum(c.flops for c in costs) / 1e9,
+                      'dram_mb': sum(c.dram_bytes for c in costs) / 1e6},
+            'per_op': [dict(asdict(c), ideal_s=c.ideal_s, bound=c.bound) for c in costs],
+            'leaves_out': LEAVES_OUT}
+
+
+LEAVES_OUT = ('op-to-op dispatch gaps (the calibration is device-kernel time); NoC contention '
+              'and DRAM bank conflicts; kernel quality differences between ops; SFPU cost of '
+              'eltwise math; host, PCIe upload and readback time')
+
+
+def format_table(est: dict, title: str) -> str:
+    """The per-group table as text, headed by what it is (an estimate)."""
+    lines = [f'{title}: ESTIMATE, not a measurement (efficiency {est["efficiency"]:.3f}, '
+             f'{est["grid_cores"]} cores, {est["ops"]} device ops)',
+             f'{"group":<14}{"ops":>6}{"GFLOP":>9}{"DRAM MB":>10}{"ideal ms":>10}'
+             f'{"calib ms":>10}  bound']
+    for g, row in est['groups'].items():
+        if not row['ops']:
+            continue
+        lines.append(f'{g:<14}{row["ops"]:>6}{row["gflop"]:>9.1f}{row["dram_mb"]:>10.1f}'
+                     f'{row["ideal_ms"]:>10.3f}{row["calibrated_ms"]:>10.3f}  {row["bound"]}')
+    t = est['total']
+    lines.append(f'{"total":<14}{est["ops"]:>6}{t["gflop"]:>9.1f}{t["dram_mb"]:>10.1f}'
+                 f'{t["ideal_ms"]:>10.3f}{t["calibrated_ms"]:>10.3f}')
+    lines.append(f'left out: {est["leaves_out"]}')
+    return '\n'.join(lines)

@@ -1,0 +1,116 @@
+"""p150 cost ESTIMATE of the ttnn engine without a card (a roofline, never a measurement).
+
+    .venv/bin/python benchmarks/ttnn_estimate.py [--model da3-large --size 518x518 ...]
+        [--grid 11x10|13x10] [--efficiency F] [--json OUT] [--from-json EARLIER_OUT]
+
+Runs one forward per size of the engine (tt_depth_ros.engines.ttnn, rule-v1 weights) through the
+REAL ttnn 0.81.1 library on a mock p150 (the dry run: test/ttnn_dryrun/driver.py, bridge.py,
+environment.py), reads every device op the traced forward ran from the library's graph capture
+(test/ttnn_dryrun/op_records.py) and prices it with benchmarks/ttnn_cost_model.py: per op group
+(attention, MLP, norm, head, data movement, embed/other) the ideal roofline time, the time after
+the efficiency factor calibrated on tt-metal's Blackhole ViT-base demo, and what bounds it.
+Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384 (W x H; HxW
+384x512).
+
+What it leaves out: op-to-op dispatch gaps, NoC contention, kernel quality, SFPU math, host and
+PCIe time. The estimate is for today's design as the library runs it on the mock device's grid
+(11x10 = 110 cores: a p150a with Tensix dispatch; the library rejects ETH dispatch).
+`--from-json` prices the op records of an earlier --json again (seconds, no library).
+Exit status 1 when the dry run itself reported a problem (its figures are then incomplete).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / 'benchmarks'), str(ROOT / 'test' / 'ttnn_dryrun')]
+
+import driver  # noqa: E402  (the dry run: engine on the real library, mock p150)
+import ttnn_cost_model as cost  # noqa: E402
+
+# Sizes are HxW. The DUSt3R pair "512x384" is DUSt3R's width x height: HxW 384x512.
+DEFAULT_RUNS = [('da3-large', ['518x518', '280x504']), ('dust3r-large', ['384x512'])]
+TITLES = {'da3-tiny': 'DA3 tiny', 'da3-large': 'DA3METRIC-LARGE', 'dust3r-tiny': 'DUSt3R tiny',
+          'dust3r-large': 'DUSt3R ViT-L/512 DPT pair'}
+
+
+def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None) -> dict:
+    """One dry run of `model` (one trace per size) -> {size: estimate} plus the run's facts."""
+    t0 = time.perf_counter()
+    rep = driver.run(model, sizes, grid, max_traced_shapes=1, op_records=True)
+    out = {'model': model, 'engine_model': rep.get('engine_model'), 'status': rep['status'],
+           'problems': rep['problems'], 'dispatch': rep.get('dispatch'), 'grid': rep.get('grid'),
+           'wall_s': round(time.perf_counter() - t0, 1), 'sizes': {}}
+    if rep.get('grid') is None:
+        return out
+    cores = rep['grid'][0] * rep['grid'][1]
+    for tr in rep['traces']:
+        size = tr['phase'].removeprefix('prepare ').strip()
+        if size in out['sizes'] or not tr.get('ops'):
+            continue
+        est = cost.estimate(tr['ops'], cores, efficiency)
+        est['programs'] = tr['programs']
+        est['records'] = tr['ops']
+        out['sizes'][size] = est
+    return out
+
+
+def reprice(path: str, efficiency=None) -> list[dict]:
+    """The runs of an earlier --json, every size's records priced again by today's cost model."""
+    runs = json.loads(Path(path).read_text())['runs']
+    for r in runs:
+        for size, old in r['sizes'].items():
+            est = cost.estimate(old['records'], old['grid_cores'], efficiency)
+            est['programs'], est['records'] = old['programs'], old['records']
+            r['sizes'][size] = est
+    return runs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--model', action='append', choices=sorted(driver.MODELS),
+                    help='repeatable; default: da3-large and dust3r-large')
+    ap.add_argument('--size', action='append', default=[],
+                    help='HxW (repeatable; applies to every --model)')
+    ap.add_argument('--grid', choices=sorted(driver.HARVEST), default='11x10')
+    ap.add_argument('--efficiency', type=float, help='override the calibrated factor')
+    ap.add_argument('--json', help='write the estimates (per op and per group) here')
+    ap.add_argument('--from-json', help='price the op records of an earlier --json again')
+    a = ap.parse_args(argv)
+    runs = [(m, a.size or driver.MODELS[m][2][:1]) for m in a.model] if a.model \
+        else [(m, a.size or s) for m, s in DEFAULT_RUNS]
+    cal = cost.calibration()
+    print('p150 COST ESTIMATE from the real ttnn 0.81.1 library\'s op decisions on a mock p150 '
+          '(no card): NOT a measurement.')
+    print(f'calibration: {cal.source}; measured {cal.measured_s * 1e3:.3f} ms per batch, '
+          f'model ideal {cal.ideal_s * 1e3:.3f} ms (matmul roofline alone '
+          f'{cal.compute_only_s * 1e3:.3f} ms = {cal.compute_only_fraction:.1%} of measured) '
+          f'-> efficiency {cal.efficiency:.3f}'
+          + (f' (overridden: {a.efficiency})' if a.efficiency else ''))
+    results, rc = [], 0
+    earlier = reprice(a.from_json, a.efficiency) if a.from_json else None
+    for model, sizes in ([(r['model'], list(r['sizes'])) for r in earlier] if earlier
+                         else runs):
+        r = earlier.pop(0) if earlier else estimate_model(model, sizes, a.grid, a.efficiency)
+        results.append(r)
+        print(f'\n{model}: dry run {r["status"]}, {r["dispatch"]} dispatch, grid {r["grid"]}, '
+              f'{r["wall_s"]} s')
+        for p in r['problems']:
+            print('PROBLEM', p)
+            rc = 1
+        for size, est in r['sizes'].items():
+            print(cost.format_table(est, f'{TITLES.get(model, model)} {size} '
+                                         f'({est["programs"]} programs)'))
+    if a.json:
+        Path(a.json).write_text(json.dumps({'kind': 'ESTIMATE, not a measurement',
+                                            'calibration': cal.__dict__, 'runs': results},
+                                           indent=1))
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main())
