@@ -84,10 +84,8 @@ def op_kind(device_op: str) -> str:
 def group_of(rec: dict) -> str:
     """Op group of a record: its kind (norm, data movement) else its engine call stack."""
     kind = op_kind(rec['device_op'])
-    if kind == 'norm':
-        return 'norm'
-    if kind == 'data movement':
-        return 'data movement'
+    if kind in ('norm', 'data movement'):
+        return kind
     stack = rec.get('stack') or []
     if any(f in frame for frame in stack for f in _HEAD_FILES):
         return 'head'
