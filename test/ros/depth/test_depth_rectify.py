@@ -119,8 +119,12 @@ def test_distorted_lenses_are_rectified_and_the_geometry_matches():
                     info_pub.publish(camera_info(model, d, P, header))
                     time.sleep(0.05)
                     img_pub.publish(rgb_image_msg(rgb, header))
-                    out = {t: _wait_stamp(probe, t, header.stamp.sec)
-                           for t in ('depth', 'depth/camera_info', 'points')}
+                    try:
+                        out = {t: _wait_stamp(probe, t, header.stamp.sec)
+                               for t in ('depth', 'depth/camera_info', 'points')}
+                    except TimeoutError as exc:   # the node's own account of the frame
+                        raise AssertionError(f'{model}, rectify {mode}: {exc}; node log:\n'
+                                             f'{proc.log_text()[-4000:]}') from exc
                     results[(model, mode)] = _errors(out, gt, P)
                 diag = wait_for(lambda: _diag_after(probe, 2), 10, what='diagnostics')
                 assert int(diag['rectified_frames']) == 1, diag
