@@ -10,10 +10,12 @@ package's `__main__.py`) come here too, with the latch likewise installed first.
 """
 from __future__ import annotations
 
+from typing import NoReturn
+
 from tt_depth_ros.ros.runtime.signal_latch import SignalLatch
 
 
-def depth_node() -> int:
+def depth_node() -> NoReturn:
     """`depth_node`: the depth node with its signal latch installed before the heavy imports."""
     latch = SignalLatch()
     from tt_depth_ros.ros.depth.node import DepthNode
@@ -21,7 +23,7 @@ def depth_node() -> int:
     return run_lifecycle_node(DepthNode, latch=latch)
 
 
-def pair_node() -> int:
+def pair_node() -> NoReturn:
     """`pair_node`: the pair node with its signal latch installed before the heavy imports."""
     latch = SignalLatch()
     from tt_depth_ros.ros.pair.node import PairNode
