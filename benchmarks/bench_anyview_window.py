@@ -4,7 +4,7 @@
 Not a test: it prints figures. The synthetic sequence is the ray-cast corridor walk of
 tools/eval/scene_render.py (the one the pair-node tests use); frames go through the pair node's
 own pipeline (pipelines/pair_anyview.AnyviewPairPipeline) and keyframe chain
-(geometry/keyframes.py) with the same per-frame steps as `PairNode._process_temporal`, once per
+(geometry/pose/keyframes.py) with the same per-frame steps as `PairNode._process_temporal`, once per
 window size, and the resulting trajectory is compared with the ground truth: ATE RMSE after the
 best single scale (the any-view models are relative), mean rotation error and mean
 translation-direction error of the per-frame poses in the first camera, seconds per frame.
@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy  # noqa: E402
+from tt_depth_ros.geometry.pose.keyframes import KeyframeChain, KeyframePolicy  # noqa: E402
 from tt_depth_ros.pipelines.pair_anyview import AnyviewPairPipeline  # noqa: E402
 from tt_depth_ros.pipelines.pair_dust3r import PairSettings  # noqa: E402
 from tt_depth_ros.tools.eval.accuracy import (  # noqa: E402

@@ -85,7 +85,7 @@ def main() -> int:
     import torch
 
     from tt_depth_ros.engines.torch.engine import parse_dtype, tune_cpu_malloc
-    from tt_depth_ros.geometry.da3_preprocess import normalize
+    from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 
     torch.set_num_threads(a.threads)
     tune_cpu_malloc()

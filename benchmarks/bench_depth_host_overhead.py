@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / 'test')]   # test/: support.fake_engines
 
-from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402
 
 apply_loopback_env()
 import numpy as np  # noqa: E402

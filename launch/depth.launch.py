@@ -5,7 +5,7 @@ The node runs in namespace <camera>: it subscribes <camera>/<image_topic> (or
 <camera>/<camera_info_topic>, and publishes <camera>/depth, <camera>/depth/camera_info,
 <camera>/points, <camera>/depth/colorized (<camera>/depth/compressedDepth with
 compressed_depth:=true in the config) and /diagnostics; rviz:=true also opens rviz/depth.rviz
-when rviz2 is installed (ros/runtime/rviz_launch.py). Parameters come from the `config` file
+when rviz2 is installed (ros/runtime/process/rviz_launch.py). Parameters come from the `config` file
 (config/depth.yaml by default); a parameter argument given on the command line overrides it, one
 left out ('') keeps the file's value. It is a launch_ros LifecycleNode; the node's own `autostart`
 parameter brings it to active (the same on Jazzy, later distros and without launch); with
@@ -27,13 +27,13 @@ PARAMETER_ARGS = ('model', 'weights_path', 'backend', 'device_id', 'input_transp
 
 def _node(context):
     from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
-    from tt_depth_ros.ros.runtime.launch_overrides import (
+    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.process.launch_overrides import (
         given_overrides,
         spec_types,
         write_params_file,
     )
-    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
-    from tt_depth_ros.ros.runtime.rviz_launch import rviz_actions
+    from tt_depth_ros.ros.runtime.process.rviz_launch import rviz_actions
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)

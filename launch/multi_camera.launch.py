@@ -41,12 +41,12 @@ def _per_camera(name: str, text: str, count: int) -> list[str]:
 
 def _nodes(context):
     from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
-    from tt_depth_ros.ros.runtime.launch_overrides import (
+    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.process.launch_overrides import (
         given_overrides,
         spec_types,
         write_params_file,
     )
-    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)

@@ -4,8 +4,8 @@ Stereo: subscribes <camera1>/<image_topic>, <camera1>/<camera_info_topic> and th
 Temporal: subscribes <camera>/<image_topic> and <camera>/<camera_info_topic> (an absolute
 image_topic / camera_info_topic is used as is). With input_transport compressed, <...>/compressed.
 Outputs (points, pose, depth, ...) are relative to `namespace`; /tf is global. rviz:=true also
-opens rviz/pair.rviz when rviz2 is installed (ros/runtime/rviz_launch.py). Parameters come from
-the `config` file (config/pair.yaml by default); a parameter argument given on the command line
+opens rviz/pair.rviz when rviz2 is installed (ros/runtime/process/rviz_launch.py). Parameters come
+from the `config` file (config/pair.yaml by default); a parameter argument given on the command line
 overrides it, one left out ('') keeps the file's value (mode included: both modes' inputs are
 remapped, the node subscribes those of its mode). The node's own `autostart` parameter brings it
 to active; with autostart:=false use `ros2 lifecycle set <namespace>/pair_node configure`, then
@@ -30,13 +30,13 @@ def _under(base: str, topic: str) -> str:
 
 def _node(context):
     from tt_depth_ros.ros.pair.params import PAIR_PARAMS
-    from tt_depth_ros.ros.runtime.launch_overrides import (
+    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.process.launch_overrides import (
         given_overrides,
         spec_types,
         write_params_file,
     )
-    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
-    from tt_depth_ros.ros.runtime.rviz_launch import rviz_actions
+    from tt_depth_ros.ros.runtime.process.rviz_launch import rviz_actions
 
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)

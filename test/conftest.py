@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'test'))
 
-from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402  (no rclpy import inside)
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402  (no rclpy import inside)
 
 
 def harness_domain_id() -> int | None:

@@ -2,9 +2,9 @@
 
 Comments and documents point at design facts and code by repository path: `docs/<file>.md §N`,
 `test/data/da3/README.md "Heading"`, `tt_depth_ros/ros/depth/node.py`, short forms inside the
-package (`ros/depth/node.py`, `geometry/scale.median_ratio_scale`, `tools/bench/`, resolved
+package (`ros/depth/node.py`, `geometry/pointmap/scale.median_ratio_scale`, `tools/bench/`, resolved
 against tt_depth_ros/), `config/...`, `launch/...`, `scripts/...`, `test/...`, and dotted module
-names (`tt_depth_ros.tools.demo.run`, `(geometry.se3.angle_deg)`). Each must resolve to a file,
+names (`tt_depth_ros.tools.demo.run`, `(geometry.pose.se3.angle_deg)`). Each must resolve to a file,
 folder, module attribute or heading that exists. A citation of a planning document outside the
 repository (the old `spec/...`, `DESIGN.md`, `STYLE.md`, `golden/...`, `shared/golden`) or of a
 ticket number in a tracker that is not part of the repository ("issue 12") cannot be followed by
@@ -35,7 +35,7 @@ PACKAGE_DIRS = tuple(sorted({'api', 'engines', 'geometry', 'models', 'pipelines'
                             | {p.name for p in PACKAGE.iterdir() if (p / '__init__.py').is_file()}))
 PATH = re.compile(r'(?<![\w./\-~$@])(?:%s)/[\w./\-]*' % '|'.join(ROOT_DIRS + PACKAGE_DIRS))
 MODULE = re.compile(r'(?<![\w./\-])tt_depth_ros(?:\.\w+)+')
-# Dotted short forms inside the package, as docstrings write them: `(geometry.se3.angle_deg)`,
+# Dotted short forms inside the package, as docstrings write them: `(geometry.pose.se3.angle_deg)`,
 # `engines.weights.resolve_weights` (whole parenthesis or backtick span, so code is not read).
 SHORT_MODULE = re.compile(r'(?:(?<=\s\()|(?<=^\()|(?<=`))((?:%s)(?:\.\w+)+)(?=[)`])'
                           % '|'.join(PACKAGE_DIRS), re.M)

@@ -14,8 +14,8 @@ import pytest
 from support.dust3r_data import assert_gates, batched, fixture, pair_u8, tiny_state_dict
 from tt_depth_ros.api import Dust3rPredictor, PairResult
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
-from tt_depth_ros.geometry.dust3r_preprocess import map_intrinsics, network_size
-from tt_depth_ros.geometry.se3 import R_from_quat, angle_deg
+from tt_depth_ros.geometry.pose.se3 import R_from_quat, angle_deg
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import map_intrinsics, network_size
 
 CAM_W, CAM_H = 640, 480
 K_CAM = np.array([[500.0, 0, 321.3], [0, 505.0, 238.9], [0, 0, 1]])

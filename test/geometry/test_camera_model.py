@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.camera_model import (
+from tt_depth_ros.geometry.camera.camera_model import (
     CameraModelError,
     fit_to_image,
     from_camera_arrays,

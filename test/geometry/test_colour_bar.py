@@ -6,7 +6,7 @@ and the demo panel gains the bar only beside a valid range.
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.colorize import colorize_depth, colour_bar
+from tt_depth_ros.geometry.depth.colorize import colorize_depth, colour_bar
 from tt_depth_ros.tools.demo.outputs import depth_panel
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.depth_cloud import (
+from tt_depth_ros.geometry.depth.depth_cloud import (
     decimated_shape,
     organized_points,
     pack_rgb,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.focal import estimate_focal
+from tt_depth_ros.geometry.pointmap.focal import estimate_focal
 
 
 def _pointmap(f, h=96, w=128, pp=None, seed=0):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.dust3r_preprocess import (
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import (
     image_centre_on_grid,
     map_intrinsics,
     network_size,

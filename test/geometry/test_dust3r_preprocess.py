@@ -6,7 +6,11 @@ import pytest
 from PIL import Image
 
 from support.dust3r_data import DATA, fixture, normalise
-from tt_depth_ros.geometry.dust3r_preprocess import map_intrinsics, network_size, preprocess
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import (
+    map_intrinsics,
+    network_size,
+    preprocess,
+)
 
 
 @pytest.mark.parametrize('wh', ['640x480', '1920x1080', '480x640', '300x200'])

@@ -1,9 +1,13 @@
-"""geometry/grid_to_camera.py: network-grid depth back at camera resolution (crop and pad)."""
+"""geometry/depth/grid_to_camera.py: network-grid depth back at camera resolution (crop and pad)."""
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.dust3r_preprocess import map_intrinsics, network_size, unmap_intrinsics
-from tt_depth_ros.geometry.grid_to_camera import grid_to_camera
+from tt_depth_ros.geometry.depth.grid_to_camera import grid_to_camera
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import (
+    map_intrinsics,
+    network_size,
+    unmap_intrinsics,
+)
 
 
 @pytest.mark.parametrize('w, h, mode', [(640, 480, 'crop'), (1280, 720, 'crop'),

@@ -1,9 +1,9 @@
-"""Metric scale, sky, range and validity-preserving resampling (geometry/metric_depth.py)."""
+"""Metric scale, sky, range and validity-preserving resampling (geometry/depth/metric_depth.py)."""
 import cv2
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.metric_depth import (
+from tt_depth_ros.geometry.depth.metric_depth import (
     DEFAULT_FOCAL_NO_INTRINSICS,
     apply_sky,
     clip_max_depth,

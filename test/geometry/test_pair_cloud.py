@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.pair_cloud import confidence_mask, fuse_pair_cloud
+from tt_depth_ros.geometry.pointmap.pair_cloud import confidence_mask, fuse_pair_cloud
 
 
 def _view(seed, h=6, w=8):

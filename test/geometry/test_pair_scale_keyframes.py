@@ -1,19 +1,19 @@
-"""Metric scale sources (geometry/scale.py) and keyframe chaining (geometry/keyframes.py)."""
+"""Metric scale sources (geometry/pointmap/scale.py) and keyframe chaining (geometry/pose/)."""
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.keyframes import (
-    KeyframeChain,
-    KeyframePolicy,
-    rotation_angle_deg,
-)
-from tt_depth_ros.geometry.scale import (
+from tt_depth_ros.geometry.pointmap.scale import (
     baseline_scale,
     median_ratio_scale,
     resample_depth_to_grid,
     unit_scale,
 )
-from tt_depth_ros.geometry.se3 import frame_depth_in_own_camera
+from tt_depth_ros.geometry.pose.keyframes import (
+    KeyframeChain,
+    KeyframePolicy,
+    rotation_angle_deg,
+)
+from tt_depth_ros.geometry.pose.se3 import frame_depth_in_own_camera
 
 
 def rot(axis, deg):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.pnp import solve_relative_pose
-from tt_depth_ros.geometry.se3 import R_from_quat, angle_deg, invert_T, make_T, quat_from_R
+from tt_depth_ros.geometry.pose.pnp import solve_relative_pose
+from tt_depth_ros.geometry.pose.se3 import R_from_quat, angle_deg, invert_T, make_T, quat_from_R
 
 H, W = 96, 128
 K2 = np.array([[110.0, 0, 63.2], [0, 112.0, 47.9], [0, 0, 1]])

@@ -1,4 +1,4 @@
-"""Pose from DA3 ray maps by PnP (geometry/ray_pnp.py) on a ray-cast scene with known cameras.
+"""Pose from DA3 ray maps by PnP (geometry/pose/ray_pnp.py) on a ray-cast scene with known cameras.
 
 The ray maps are what a perfect network would predict (test/support/ray_maps.py), in a network
 world frame that is neither camera and in a relative unit; the recovered camera-2 pose must match
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from support.ray_maps import LENGTHS, cell_pixel_indices, pinhole_ray_map
-from tt_depth_ros.geometry.ray_pnp import ray_points, relative_pose_from_rays
-from tt_depth_ros.geometry.se3 import R_from_quat, angle_deg, invert_T, make_T
+from tt_depth_ros.geometry.pose.ray_pnp import ray_points, relative_pose_from_rays
+from tt_depth_ros.geometry.pose.se3 import R_from_quat, angle_deg, invert_T, make_T
 from tt_depth_ros.tools.eval.scene_render import camera_pose, default_scene, intrinsics, render
 
 H, W = 168, 224                       # network grid (12 x 16 patches); rays 96 x 128

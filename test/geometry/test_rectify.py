@@ -1,4 +1,4 @@
-"""geometry/rectify.py: remap tables per lens model, the reduced/scaled intrinsics, the cache.
+"""geometry/camera/rectify.py: remap tables per lens model, the scaled intrinsics, the cache.
 
 The distorted views are ray-cast with the exact inverse lens model (pixel_rays), so the rectified
 depth map must equal the pinhole render with P wherever the surface is smooth (bilinear remap of
@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.camera_model import CameraModelError
-from tt_depth_ros.geometry.rectify import (
+from tt_depth_ros.geometry.camera.camera_model import CameraModelError
+from tt_depth_ros.geometry.camera.rectify import (
     RectifierCache,
     build_rectifier,
     has_distortion,

@@ -18,7 +18,7 @@ from rcl_interfaces.srv import GetParameters
 from rclpy.parameter import parameter_value_to_python
 
 from support.procs import ROOT, stop, wait_for
-from tt_depth_ros.ros.runtime.launch_overrides import yaml_scalar
+from tt_depth_ros.ros.runtime.process.launch_overrides import yaml_scalar
 
 
 class LaunchRun:

@@ -17,9 +17,13 @@ from support.procs import ROOT
 from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
 from tt_depth_ros.ros.pair.node import PairNode
 from tt_depth_ros.ros.pair.params import PAIR_PARAMS
-from tt_depth_ros.ros.runtime.launch_overrides import given_overrides, params_yaml, typed_value
 from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS, with_defaults
 from tt_depth_ros.ros.runtime.params import ParamTable
+from tt_depth_ros.ros.runtime.process.launch_overrides import (
+    given_overrides,
+    params_yaml,
+    typed_value,
+)
 
 pytestmark = pytest.mark.ros
 DEPTH_SPECS = list(COMMON_PARAMS) + list(DEPTH_PARAMS)

@@ -17,7 +17,7 @@ from support.da3_fixtures import (
     assert_anyview_close,
     grid4,
 )
-from tt_depth_ros.geometry.da3_preprocess import normalize
+from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.backbone import select_reference_view
 from tt_depth_ros.models.da3.checkpoint import (
     AUX_LN_ALIASES,

@@ -20,7 +20,7 @@ from support.da3_fixtures import (
     write_safetensors,
 )
 from support.weight_rule import rule_v1_state_dict
-from tt_depth_ros.geometry.da3_preprocess import normalize
+from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.checkpoint import load_state_dict
 from tt_depth_ros.models.da3.config import LARGE, MONO_LARGE, TINY
 from tt_depth_ros.models.da3.model import DA3Model

@@ -20,7 +20,7 @@ from support.da3_fixtures import (
     grid4,
     tiny_state_dict,
 )
-from tt_depth_ros.geometry.da3_preprocess import normalize
+from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.checkpoint import CheckpointError, fit_state_dict, split_nested
 from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
 from tt_depth_ros.models.da3.nested import NestedDA3, load_nested_state_dict

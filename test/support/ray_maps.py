@@ -1,6 +1,6 @@
 """Perfect DA3 ray maps of pinhole cameras, for tests that feed known geometry to the ray PnP.
 
-Written from upstream's description, not from tt_depth_ros.geometry.ray_pnp: the ray grid is
+Written from upstream's description, not from tt_depth_ros.geometry.pose.ray_pnp: the ray grid is
 (8 h/14, 8 w/14); cell k of n covers image [k, k + 1] * size / n (upstream's normalised ray grid),
 so its centre is network pixel (k + 0.5) * size / n - 0.5 (pixel centres at integers). Channels
 0..2 are the direction in the world frame, 3..5 the camera centre.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tt_depth_ros.geometry.image_checks import check_rgb_u8
+from tt_depth_ros.geometry.preprocess.image_checks import check_rgb_u8
 
 ANY_VIEWS = 0
 """`num_views` of an engine that takes any number (>= 1) of same-size views per call."""

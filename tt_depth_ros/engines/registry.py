@@ -9,7 +9,7 @@ is of is read here and nowhere else: builders put it into `EngineInfo.details` (
 
 Kinds (what the depth output means):
 
-* 'metric': DA3METRIC: raw depth x f'/300 = metres (geometry/metric_depth.py); single view.
+* 'metric': DA3METRIC: raw depth x f'/300 = metres (geometry/depth/metric_depth.py); single view.
 * 'mono': relative single-view depth with a sky head (DA3MONO).
 * 'anyview': relative multi-view depth + confidence, rays, camera pose and intrinsics.
 * 'nested': any-view plus the metric branch: metres, sky, camera pose in metres.

@@ -5,8 +5,8 @@ implementation: `DepthPredictor` wraps it for Python users (files, fx/fy argumen
 calls it for every kind (ros/depth/node.py; relative and NESTED publishing in
 ros/depth/relative_outputs.py). Per frame: network size (upstream upper-bound resize, or a fixed
 size) -> upstream DA3 resize -> engine -> intrinsics at network resolution (the caller's, the
-model's estimate, or the default focal) -> geometry.depth_postprocess.finish_depth (metres = raw *
-((fx'+fy')/2)/300 with fx', fy' at network resolution for DA3METRIC, sky as +Inf / NaN / kept,
+model's estimate, or the default focal) -> geometry.depth.depth_postprocess.finish_depth (metres =
+raw * ((fx'+fy')/2)/300 with fx', fy' at network resolution for DA3METRIC, sky as +Inf / NaN / kept,
 optional max range, the rectification border invalid, optional resample to the camera resolution
 that never blends valid with NaN/Inf pixels) -> confidence, K, tx and the estimated K on the
 output grid, with per-stage timings.
@@ -39,12 +39,16 @@ import cv2
 import numpy as np
 
 from tt_depth_ros.engines.base import Engine
-from tt_depth_ros.geometry import metric_depth as md
-from tt_depth_ros.geometry.colorize import colorize_depth
-from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
-from tt_depth_ros.geometry.depth_cloud import organized_points
-from tt_depth_ros.geometry.depth_postprocess import finish_depth
-from tt_depth_ros.geometry.rectify import Rectifier
+from tt_depth_ros.geometry.camera.rectify import Rectifier
+from tt_depth_ros.geometry.depth import metric_depth as md
+from tt_depth_ros.geometry.depth.colorize import colorize_depth
+from tt_depth_ros.geometry.depth.depth_cloud import organized_points
+from tt_depth_ros.geometry.depth.depth_postprocess import finish_depth
+from tt_depth_ros.geometry.preprocess.da3_preprocess import (
+    network_size,
+    resize_to_network,
+    scale_intrinsics,
+)
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import (
     depth_to_mm16,

@@ -25,18 +25,18 @@ import numpy as np
 
 from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.base import Engine
-from tt_depth_ros.geometry import scale as scl
-from tt_depth_ros.geometry.dust3r_preprocess import (
+from tt_depth_ros.geometry.pointmap import scale as scl
+from tt_depth_ros.geometry.pointmap.focal import estimate_focal
+from tt_depth_ros.geometry.pointmap.pair_cloud import DEFAULT_CONF_THRESHOLD, fuse_pair_cloud
+from tt_depth_ros.geometry.pose.pnp import PoseResult, solve_relative_pose
+from tt_depth_ros.geometry.pose.se3 import frame_depth_in_own_camera
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import (
     Dust3rPlan,
     image_centre_on_grid,
     map_intrinsics,
     network_size,
     preprocess,
 )
-from tt_depth_ros.geometry.focal import estimate_focal
-from tt_depth_ros.geometry.pair_cloud import DEFAULT_CONF_THRESHOLD, fuse_pair_cloud
-from tt_depth_ros.geometry.pnp import PoseResult, solve_relative_pose
-from tt_depth_ros.geometry.se3 import frame_depth_in_own_camera
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import load_rgb, write_ply
 
@@ -189,7 +189,7 @@ class Dust3rPredictor(EngineOwner):
         reproj_px: PnP RANSAC threshold in network pixels (5).
         iterations: RANSAC iterations (100).
         pnp_confidence: RANSAC confidence (0.99).
-        min_inliers: fewer RANSAC inliers is a failed pose (geometry.pnp default 12).
+        min_inliers: fewer RANSAC inliers is a failed pose (geometry.pose.pnp default 12).
         min_inlier_ratio: a smaller inlier fraction is a failed pose (default 0.1).
         logger: anything with `.info`/`.warning`.
     """

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import cv2
 import numpy as np
 
-from tt_depth_ros.geometry.camera_model import (
+from tt_depth_ros.geometry.camera.camera_model import (
     CameraModelError,
     fit_to_image,
     from_camera_arrays,
@@ -95,7 +95,7 @@ def read_camera_info_yaml(path: str | os.PathLike, width: int, height: int) -> n
     Accepts the camera_calibration / camera_info_manager format (image_width, camera_matrix,
     projection_matrix) and a `ros2 topic echo` dump of sensor_msgs/CameraInfo (width, k, p,
     binning_x/y, roi). P is preferred over K, binning and ROI are applied, and a different image
-    size is scaled explicitly (rejected if the aspect differs) - geometry/camera_model.py.
+    size is scaled explicitly (rejected if the aspect differs) - geometry/camera/camera_model.py.
     """
     import yaml
 

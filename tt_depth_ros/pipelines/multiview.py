@@ -6,12 +6,12 @@ cloud. Upstream's API returns everything at the processed (network) size; here t
 resampled back and K is mapped back:
 
 * preprocessing as upstream (test/data/da3_anyview/README.md): each view resized on its own
-  (geometry.da3_preprocess), then, if the processed sizes differ, every view is centre-cropped to
-  the smallest height and width (offsets (h - h_min)//2, (w - w_min)//2);
+  (geometry.preprocess.da3_preprocess), then, if the processed sizes differ, every view is
+  centre-cropped to the smallest height and width (offsets (h - h_min)//2, (w - w_min)//2);
 * K (network, h x w crop) -> cx += left, cy += top (the resized view h1 x w1) -> row 0 x W0/w1,
   row 1 x H0/h1 (the original W0 x H0);
 * depth / confidence: the network map is placed at its crop offset in an h1 x w1 canvas (NaN
-  outside the crop) and resampled to H0 x W0 (geometry.metric_depth.resize_depth: never mixes
+  outside the crop) and resampled to H0 x W0 (geometry.depth.metric_depth.resize_depth: never mixes
   valid and NaN pixels); depth values are planar and do not change with resolution.
 
 Poses: `poses_c2w` (N, 4, 4) camera-to-world, OpenCV camera axes (x right, y down, z forward), in
@@ -37,15 +37,15 @@ import numpy as np
 
 from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.base import ANY_VIEWS, Engine
-from tt_depth_ros.geometry.da3_preprocess import (
+from tt_depth_ros.geometry.depth.depth_cloud import organized_points
+from tt_depth_ros.geometry.depth.metric_depth import resize_depth
+from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     network_size,
     normalize,
     resize_to_network,
 )
-from tt_depth_ros.geometry.depth_cloud import organized_points
-from tt_depth_ros.geometry.metric_depth import resize_depth
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import load_rgb, write_ply
 

@@ -12,7 +12,7 @@ the depth's unit). The pose of camera 2 in camera 1 - the node's convention, x1 
 
 so the network's world frame drops out (`pose_source` 'auto' / 'camera_decoder'). With 'pnp' it
 comes from the ray head instead, by one PnP-RANSAC per view on its ray points with the K below
-(geometry/ray_pnp.py); a failed solve is a failed pose, never the decoder's.
+(geometry/pose/ray_pnp.py); a failed solve is a failed pose, never the decoder's.
 
 Points: each view's depth back-projected with its K on the network grid (the CameraInfo K
 mapped to the grid when known, else the model's estimate), view 2 moved into camera 1 with
@@ -31,13 +31,17 @@ import time
 import numpy as np
 
 from tt_depth_ros.engines import registry
-from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network, scale_intrinsics
-from tt_depth_ros.geometry.depth_cloud import organized_points
-from tt_depth_ros.geometry.dust3r_preprocess import Dust3rPlan
-from tt_depth_ros.geometry.pnp import PoseResult
-from tt_depth_ros.geometry.ray_pnp import relative_pose_from_rays
-from tt_depth_ros.geometry.scale import ScaleResult
-from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.geometry.depth.depth_cloud import organized_points
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult
+from tt_depth_ros.geometry.pose.pnp import PoseResult
+from tt_depth_ros.geometry.pose.ray_pnp import relative_pose_from_rays
+from tt_depth_ros.geometry.pose.se3 import invert_T
+from tt_depth_ros.geometry.preprocess.da3_preprocess import (
+    network_size,
+    resize_to_network,
+    scale_intrinsics,
+)
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import Dust3rPlan
 from tt_depth_ros.pipelines.depth import mean_focal
 from tt_depth_ros.pipelines.pair_dust3r import PairOutputs, PairPipeline, PairSettings
 

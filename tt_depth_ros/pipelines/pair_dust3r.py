@@ -2,9 +2,9 @@
 
 `Dust3rPredictor` does the model work once for every user (preprocessing, engine, K mapping, PnP
 of camera 2, focal fallback); this module adds what a streaming node needs on top: a cached plan
-per camera, the node's confidence masks, the stereo scale per configured source (geometry/scale.py,
-reported as a ScaleResult that can say "no scale for this pair" instead of silently keeping
-DUSt3R units) and the scaled outputs (depth maps, fused cloud in any frame).
+per camera, the node's confidence masks, the stereo scale per configured source
+(geometry/pointmap/scale.py, reported as a ScaleResult that can say "no scale for this pair" instead
+of silently keeping DUSt3R units) and the scaled outputs (depth maps, fused cloud in any frame).
 """
 from __future__ import annotations
 
@@ -14,20 +14,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tt_depth_ros.geometry.dust3r_preprocess import (
-    Dust3rPlan,
-    image_centre_on_grid,
-    network_size,
-    unmap_intrinsics,
-)
-from tt_depth_ros.geometry.focal import estimate_focal
-from tt_depth_ros.geometry.pnp import PoseResult
-from tt_depth_ros.geometry.scale import (
+from tt_depth_ros.geometry.pointmap.focal import estimate_focal
+from tt_depth_ros.geometry.pointmap.scale import (
     ScaleResult,
     baseline_scale,
     median_ratio_scale,
     resample_depth_to_grid,
     unit_scale,
+)
+from tt_depth_ros.geometry.pose.pnp import PoseResult
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import (
+    Dust3rPlan,
+    image_centre_on_grid,
+    network_size,
+    unmap_intrinsics,
 )
 from tt_depth_ros.pipelines.dust3r import Dust3rPredictor
 from tt_depth_ros.pipelines.dust3r import PairResult as ApiPairResult
@@ -175,7 +175,8 @@ class PairPipeline:
     def estimated_K(self, rgb: np.ndarray, other: np.ndarray) -> np.ndarray:
         """Intrinsics of `rgb`'s camera at its image size from its own pointmap (pair rgb-other).
 
-        Focal by Weiszfeld (geometry/focal.py) with the principal point at the image centre.
+        Focal by Weiszfeld (geometry/pointmap/focal.py) with the principal point at the image
+        centre.
         """
         api = self.predictor(rgb, other, None, None, pose=False)
         mask = (api.conf_1 > self.s.conf_threshold) & np.isfinite(api.pts3d_1).all(-1)

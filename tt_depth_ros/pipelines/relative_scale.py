@@ -2,8 +2,8 @@
 
 `depth`: a metric depth image of the same view (the depth node of a metric model, a LiDAR
 projected into the camera) resampled onto the relative depth's grid, then the median ratio over
-confident valid pixels - `geometry.scale.median_ratio_scale`, the code the pair node uses.
-`camera_height`: the ground plane fitted in the relative cloud (geometry/ground_plane.py).
+confident valid pixels - `geometry.pointmap.scale.median_ratio_scale`, the code the pair node uses.
+`camera_height`: the ground plane fitted in the relative cloud (geometry/depth/ground_plane.py).
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from tt_depth_ros.geometry.depth_cloud import organized_points
-from tt_depth_ros.geometry.ground_plane import GroundFit, camera_height_scale
-from tt_depth_ros.geometry.metric_depth import resize_depth
-from tt_depth_ros.geometry.scale import ScaleResult, median_ratio_scale, unit_scale
+from tt_depth_ros.geometry.depth.depth_cloud import organized_points
+from tt_depth_ros.geometry.depth.ground_plane import GroundFit, camera_height_scale
+from tt_depth_ros.geometry.depth.metric_depth import resize_depth
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult, median_ratio_scale, unit_scale
 
 GROUND_DECIMATION = 4
 """The ground fit uses every 4th row and column (enough points, 16x less work)."""

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from tt_depth_ros.ros.runtime.signal_latch import SignalLatch
+from tt_depth_ros.ros.runtime.process.signal_latch import SignalLatch
 
 
 def depth_node() -> NoReturn:
     """`depth_node`: the depth node with its signal latch installed before the heavy imports."""
     latch = SignalLatch()
     from tt_depth_ros.ros.depth.node import DepthNode
-    from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
+    from tt_depth_ros.ros.runtime.process.node_runner import run_lifecycle_node
     return run_lifecycle_node(DepthNode, latch=latch)
 
 
@@ -27,5 +27,5 @@ def pair_node() -> NoReturn:
     """`pair_node`: the pair node with its signal latch installed before the heavy imports."""
     latch = SignalLatch()
     from tt_depth_ros.ros.pair.node import PairNode
-    from tt_depth_ros.ros.runtime.node_runner import run_lifecycle_node
+    from tt_depth_ros.ros.runtime.process.node_runner import run_lifecycle_node
     return run_lifecycle_node(PairNode, latch=latch)

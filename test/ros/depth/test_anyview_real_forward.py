@@ -16,7 +16,7 @@ from support.da3_fixtures import anyview_state_dict, write_safetensors
 from support.fake_engines.tiny_nested import tiny_nested_engine
 from support.procs import ros_node_cmd, spawn, wait_for
 from support.rosutil import RELIABLE, RosProbe, child_env, depth_node_cmd
-from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network
+from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size, resize_to_network
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg
 

@@ -16,7 +16,7 @@ from std_msgs.msg import Header
 
 from support.procs import spawn, wait_for
 from support.rosutil import KNOWN_ENGINE, RELIABLE, RosProbe, child_env, depth_node_cmd
-from tt_depth_ros.geometry.da3_preprocess import network_size
+from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
 
 pytestmark = pytest.mark.ros

@@ -1,8 +1,8 @@
 """Distorted lenses through the depth node: rectified like image_proc, geometry exact.
 
 A synthetic scene is ray-cast through each supported lens model (plumb_bob, rational_polynomial,
-equidistant) with exact per-pixel rays (geometry/rectify.pixel_rays), its red channel coding planar
-depth. The depth node runs in its own process with an engine double that reads the depth back
+equidistant) with exact per-pixel rays (geometry/camera/rectify.pixel_rays), its red channel coding
+planar depth. The depth node runs in its own process with an engine double that reads the depth back
 from what the network image shows. With `rectify: auto` the published depth and cloud must be
 those of the rectified pinhole camera P (ground truth: the same scene rendered with P), and the
 published CameraInfo must be P with D = 0. With `rectify: disabled` the same frames visibly miss
@@ -35,7 +35,7 @@ from std_msgs.msg import Header
 from support.fake_engines.depth_code import encode_depth  # the engine double's image code
 from support.procs import spawn, wait_for
 from support.rosutil import RELIABLE, RosProbe, child_env, depth_node_cmd
-from tt_depth_ros.geometry.rectify import pixel_rays
+from tt_depth_ros.geometry.camera.rectify import pixel_rays
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
 from tt_depth_ros.ros.runtime.diagnostics import status_values
 from tt_depth_ros.tools.eval.scene_render import camera_pose, default_scene, render

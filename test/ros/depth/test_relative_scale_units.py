@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.ground_plane import camera_height_scale, fit_ground_plane
+from tt_depth_ros.geometry.depth.ground_plane import camera_height_scale, fit_ground_plane
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings, relative_scale
 from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs
 

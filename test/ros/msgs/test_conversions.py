@@ -13,7 +13,7 @@ from rosbags.image import message_to_cvimage
 from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import Header
 
-from tt_depth_ros.geometry.depth_cloud import organized_points
+from tt_depth_ros.geometry.depth.depth_cloud import organized_points
 from tt_depth_ros.ros.msgs.camera_info import (
     CameraInfoError,
     camera_info_for,

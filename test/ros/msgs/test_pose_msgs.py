@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from builtin_interfaces.msg import Time
 
-from tt_depth_ros.geometry.se3 import R_from_quat, angle_deg, invert_T, make_T, quat_from_R
+from tt_depth_ros.geometry.pose.se3 import R_from_quat, angle_deg, invert_T, make_T, quat_from_R
 from tt_depth_ros.ros.msgs.pose import (
     T_from_pose_msg,
     T_from_transform_msg,

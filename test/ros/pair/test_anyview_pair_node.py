@@ -15,7 +15,7 @@ from test_pair_node_geometry import direction_error
 from support.fake_engines.pair_scene import STEREO_T_1_2, pose_of, render_view
 from support.procs import spawn
 from support.rosutil import child_env
-from tt_depth_ros.geometry.se3 import angle_deg
+from tt_depth_ros.geometry.pose.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg
 

@@ -12,8 +12,8 @@ import pytest
 
 from support.da3_fixtures import anyview_state_dict
 from tt_depth_ros.engines.factory import build_engine
-from tt_depth_ros.geometry.da3_preprocess import network_size, resize_to_network
-from tt_depth_ros.geometry.ray_pnp import relative_pose_from_rays
+from tt_depth_ros.geometry.pose.ray_pnp import relative_pose_from_rays
+from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size, resize_to_network
 from tt_depth_ros.pipelines.pair_anyview import AnyviewPairPipeline
 from tt_depth_ros.pipelines.pair_dust3r import PairSettings
 from tt_depth_ros.tools.eval.scene_render import camera_pose, default_scene, intrinsics, render

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from support.fake_engines.pair_scene import ID_BLOCK, SceneDust3rEngine, render_view
-from tt_depth_ros.geometry.grid_to_camera import grid_to_camera
-from tt_depth_ros.geometry.rectify import build_rectifier
+from tt_depth_ros.geometry.camera.rectify import build_rectifier
+from tt_depth_ros.geometry.depth.grid_to_camera import grid_to_camera
 from tt_depth_ros.pipelines.pair_dust3r import PairPipeline, PairSettings
 from tt_depth_ros.ros.pair.outputs import drop_borders
 

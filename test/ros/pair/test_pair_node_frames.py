@@ -28,7 +28,7 @@ from support.fake_engines.pair_scene import (
 )
 from support.procs import spawn, wait_for
 from support.rosutil import child_env
-from tt_depth_ros.geometry.se3 import angle_deg
+from tt_depth_ros.geometry.pose.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg
 from tt_depth_ros.tools.eval.scene_render import default_scene, intrinsics, render

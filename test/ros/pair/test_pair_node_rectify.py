@@ -26,8 +26,8 @@ from support.fake_engines.depth_code import encode_depth
 from support.fake_engines.pair_scene import ID_BLOCK, STEREO_T_1_2, pose_of, render_view, stamp_id
 from support.procs import spawn
 from support.rosutil import child_env
-from tt_depth_ros.geometry.rectify import pixel_rays
-from tt_depth_ros.geometry.se3 import angle_deg
+from tt_depth_ros.geometry.camera.rectify import pixel_rays
+from tt_depth_ros.geometry.pose.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth, rgb_image_msg
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg
 from tt_depth_ros.tools.eval.scene_render import default_scene, intrinsics, render

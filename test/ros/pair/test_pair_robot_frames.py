@@ -23,10 +23,10 @@ from support.fake_engines.pair_scene import (
 )
 from support.procs import spawn
 from support.rosutil import child_env
-from tt_depth_ros.geometry.se3 import angle_deg
+from tt_depth_ros.geometry.pose.se3 import angle_deg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg
 from tt_depth_ros.ros.msgs.pose import T_from_pose_msg, T_from_transform_msg, tf_message
-from tt_depth_ros.ros.runtime.tf_qos import TF_STATIC_QOS
+from tt_depth_ros.ros.runtime.tf.tf_qos import TF_STATIC_QOS
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(150)]
 MS = 1_000_000

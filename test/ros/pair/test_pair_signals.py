@@ -3,8 +3,8 @@
 A DA3 any-view model is built through engines.factory.build_engine with the node's view count and
 its cancellation token (ros/runtime/engine_builder.py); the factory is replaced by a 60 s
 cancellable stand-in (test/support/fake_engines/slow_anyview_factory.py), so SIGINT must cancel
-the configure, not wait for the uninterruptible-transition fallback of ros/runtime/node_runner.py.
-Mirrors
+the configure, not wait for the uninterruptible-transition fallback of
+ros/runtime/process/node_runner.py. Mirrors
 test/ros/runtime/test_runtime_signals.py::test_signal_during_a_cancellable_slow_configure_aborts_it.
 """
 import os

@@ -1,7 +1,7 @@
-"""CameraInfoStore (ros/runtime/camera_info_sync.py): exact/nearest/latest, counters, time jumps."""
+"""CameraInfoStore (ros/runtime/inputs/camera_info_sync.py): exact/nearest/latest, time jumps."""
 import threading
 
-from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore
+from tt_depth_ros.ros.runtime.inputs.camera_info_sync import CameraInfoStore
 
 S = 1_000_000_000
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tt_depth_ros.ros.runtime.loopback import loopback_profile_path
+from tt_depth_ros.ros.runtime.process.loopback import loopback_profile_path
 
 pytestmark = pytest.mark.ros  # also checked under Kilted (its rclpy probe especially)
 
@@ -83,7 +83,7 @@ def _profile_found_with(env_update: dict, unset=()) -> str:
     env = dict(os.environ, **env_update)
     for key in unset:
         env.pop(key, None)
-    code = ('from tt_depth_ros.ros.runtime.loopback import loopback_profile_path; '
+    code = ('from tt_depth_ros.ros.runtime.process.loopback import loopback_profile_path; '
             'print(loopback_profile_path())')
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
                           timeout=60, cwd='/')

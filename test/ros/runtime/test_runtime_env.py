@@ -19,7 +19,7 @@ from std_msgs.msg import Header
 from support.procs import proc_environ, python_cmd, spawn, wait_for
 from support.rosutil import KNOWN_ENGINE, RELIABLE, RosProbe, child_env, depth_node_cmd
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
-from tt_depth_ros.ros.runtime.loopback import domain_id_for, loopback_profile_path
+from tt_depth_ros.ros.runtime.process.loopback import domain_id_for, loopback_profile_path
 
 pytestmark = pytest.mark.ros
 ROS_KEYS = ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION', 'ROS_AUTOMATIC_DISCOVERY_RANGE',

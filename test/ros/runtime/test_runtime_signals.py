@@ -163,7 +163,7 @@ def test_shutdown_stuck_with_the_gil_held_still_ends_with_every_stack_printed():
     faulthandler's C thread still ends the process at STUCK_DUMP_S (exit 1) and prints every
     thread's stack, the stuck close at the top of the main thread's.
     """
-    from tt_depth_ros.ros.runtime.node_runner import STUCK_DUMP_S
+    from tt_depth_ros.ros.runtime.process.node_runner import STUCK_DUMP_S
     params = {'engine_plugin': KNOWN_ENGINE, 'camera_info_mode': 'default_focal',
               'engine_plugin_args': '{"close_holds_gil_s": 60}'}
     with spawn(depth_node_cmd('/gil', params), env=child_env(), name='gil') as proc:

@@ -6,7 +6,7 @@ pytest.importorskip('launch', reason='the launch system is optional (scripts/boo
 
 from launch.actions import ExecuteProcess, LogInfo  # noqa: E402
 
-from tt_depth_ros.ros.runtime.rviz_launch import rviz_actions, rviz_config_path  # noqa: E402
+from tt_depth_ros.ros.runtime.process.rviz_launch import rviz_actions, rviz_config_path  # noqa: E402
 
 
 def test_false_starts_nothing_and_a_bad_value_is_named():

@@ -12,7 +12,7 @@ import pytest
 
 from support.procs import spawn, wait_for
 from support.rosutil import child_env, node_script
-from tt_depth_ros.ros.runtime.loopback import loopback_profile_path
+from tt_depth_ros.ros.runtime.process.loopback import loopback_profile_path
 
 pytestmark = pytest.mark.ros
 COUNT = 20

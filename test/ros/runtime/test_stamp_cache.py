@@ -1,10 +1,10 @@
-"""StampedCache (ros/runtime/stamp_cache.py): exact-stamp lookup, bounded size, bounded wait."""
+"""StampedCache (ros/runtime/inputs/stamp_cache.py): exact-stamp lookup, bounded size and wait."""
 import threading
 import time
 
 import pytest
 
-from tt_depth_ros.ros.runtime.stamp_cache import StampedCache
+from tt_depth_ros.ros.runtime.inputs.stamp_cache import StampedCache
 
 
 def test_exact_stamp_lookup_and_eviction_of_oldest():

@@ -1,9 +1,9 @@
-"""ros/runtime/tf_buffer.py: chained static + dynamic lookups, interpolation, clear errors."""
+"""ros/runtime/tf/tf_buffer.py: chained static + dynamic lookups, interpolation, clear errors."""
 import numpy as np
 import pytest
 
-from tt_depth_ros.geometry.se3 import make_T
-from tt_depth_ros.ros.runtime.tf_buffer import NS, TfBuffer, TfLookupError
+from tt_depth_ros.geometry.pose.se3 import make_T
+from tt_depth_ros.ros.runtime.tf.tf_buffer import NS, TfBuffer, TfLookupError
 
 
 def rot_z(deg):

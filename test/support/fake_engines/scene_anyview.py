@@ -21,7 +21,7 @@ import numpy as np
 from support.fake_engines.pair_scene import make_T, pose_of, read_id, rot_y
 from support.ray_maps import cell_pixel_indices, pinhole_ray_map
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
-from tt_depth_ros.geometry.da3_preprocess import scale_intrinsics
+from tt_depth_ros.geometry.preprocess.da3_preprocess import scale_intrinsics
 from tt_depth_ros.tools.eval.scene_render import default_scene, intrinsics, render
 
 G_NET_WORLD = make_T(rot_y(20.0), [0.4, -0.2, 1.5])   # network world <- simulator world

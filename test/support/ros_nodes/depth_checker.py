@@ -13,7 +13,7 @@ import time
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, '..', '..', '..'))
-from tt_depth_ros.ros.runtime.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402
 
 apply_loopback_env()
 import cv2  # noqa: E402
@@ -24,7 +24,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 
 from tt_depth_ros.api import DepthPredictor  # noqa: E402
-from tt_depth_ros.geometry.depth_cloud import organized_points  # noqa: E402
+from tt_depth_ros.geometry.depth.depth_cloud import organized_points  # noqa: E402
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth  # noqa: E402
 
 FRAME_ID = 'sim_camera_optical_frame'

@@ -113,7 +113,7 @@ def test_stereo_pose_accuracy_from_serialized_poses():
     from geometry_msgs.msg import PoseStamped
     from rclpy.serialization import serialize_message
 
-    from tt_depth_ros.geometry.se3 import quat_from_R
+    from tt_depth_ros.geometry.pose.se3 import quat_from_R
     from tt_depth_ros.tools.bench.session import stereo_pose_accuracy
 
     def pose(t, yaw_deg):

@@ -28,7 +28,7 @@ from tt_depth_ros.engines.export.sidecar import METRIC_SCALE, write_sidecar
 from tt_depth_ros.engines.onnxruntime.engine import DEFAULT_PROVIDER, OnnxRuntimeEngine
 from tt_depth_ros.engines.torch.da3 import build_model, build_torch_engine
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights, sha256_file
-from tt_depth_ros.geometry.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD, normalize
+from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD, normalize
 
 MIN_OPSET = 17
 DEFAULT_OPSET = 18
@@ -233,8 +233,9 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
         'input': {'name': INPUT_NAME, 'shape': [1, 3, h, w], 'dtype': 'float32',
                   'layout': 'NCHW, RGB'},
         'preprocessing': {
-            'resize': 'the DA3 frame path resize to exactly H x W (geometry/da3_preprocess.py: '
-                      'upstream upper-bound resize for the camera, or a fixed size)',
+            'resize': 'the DA3 frame path resize to exactly H x W '
+                      '(geometry/preprocess/da3_preprocess.py: upstream upper-bound resize for the '
+                      'camera, or a fixed size)',
             'scale': 1.0 / 255.0, 'mean': list(IMAGENET_MEAN), 'std': list(IMAGENET_STD),
             'formula': '(rgb_uint8 / 255 - mean) / std per channel, float32'},
         'outputs': outputs,

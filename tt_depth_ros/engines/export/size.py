@@ -1,14 +1,14 @@
 """The fixed input size of an exported DA3 file: `HxW`, both positive multiples of the 14 px patch.
 
 An exported graph has one input size; the depth node and the API feed it what their resize picks
-for the camera (geometry/da3_preprocess.network_size), so `camera_network_size` gives the size to
-export for a camera resolution.
+for the camera (geometry/preprocess/da3_preprocess.network_size), so `camera_network_size` gives the
+size to export for a camera resolution.
 """
 from __future__ import annotations
 
 import re
 
-from tt_depth_ros.geometry.da3_preprocess import network_size
+from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size
 
 PATCH = 14
 

@@ -30,7 +30,7 @@ from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.engines.export.sidecar import read_sidecar
 from tt_depth_ros.engines.select import BackendUnavailableError
-from tt_depth_ros.geometry.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD, normalize
+from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD, normalize
 
 DEFAULT_PROVIDER = 'CPUExecutionProvider'
 _log = logging.getLogger(__name__)

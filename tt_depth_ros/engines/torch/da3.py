@@ -3,7 +3,7 @@
 Outputs of `infer(image)` (uint8 (H, W, 3) at network resolution), float32:
 
 * metric / mono ('da3metric-large', 'da3mono-large'): 'depth' (H, W) raw depth (exp of the logit;
-  NOT metres - see geometry/metric_depth.py) and 'sky' (H, W) relu sky score.
+  NOT metres - see geometry/depth/metric_depth.py) and 'sky' (H, W) relu sky score.
 * any-view ('da3-small', 'da3-base', 'da3-large-1.1', 'da3-giant-1.1'): 'depth' (H, W) relative
   depth, 'conf' (H, W), 'intrinsics' (3, 3) estimated at H x W, 'extrinsics' (3, 4).
 * NESTED ('da3nested-giant-large-1.1'): 'depth' (H, W) metres (sky pixels = the sky fill),

@@ -1,8 +1,8 @@
 """DUSt3R engine builder: weights -> Dust3r -> TorchEngine with DUSt3R's run function.
 
 `infer(img1, img2)` takes two uint8 (H, W, 3) RGB views at the same network size (multiples of 16,
-from geometry/dust3r_preprocess.py) and returns float32 maps at network resolution, all in
-camera 1's frame (OpenCV optical axes, arbitrary scale): 'pts3d_1', 'pts3d_2' (H, W, 3) and
+from geometry/preprocess/dust3r_preprocess.py) and returns float32 maps at network resolution, all
+in camera 1's frame (OpenCV optical axes, arbitrary scale): 'pts3d_1', 'pts3d_2' (H, W, 3) and
 'conf_1', 'conf_2' (H, W) (>= 1). Normalisation to [-1, 1] ((x/255 - 0.5) / 0.5) is done by the
 engine. With a reduced-precision dtype only encoder and decoders are cast; the DPT heads and the
 output activations stay fp32, as upstream runs them (docs/dust3r.md §3.7).

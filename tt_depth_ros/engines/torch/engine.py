@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from tt_depth_ros.engines.base import ANY_VIEWS, Engine, EngineInfo, check_views
-from tt_depth_ros.geometry.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
+from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
 
 RunFn = Callable[[nn.Module, list[torch.Tensor]], dict[str, torch.Tensor]]
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}

@@ -2,7 +2,7 @@
 
 * metric / mono: DINOv2 backbone + DPT head -> raw depth and sky. No sky post-process here:
   upstream's in-forward sky fill samples at random (docs/da3.md §3), so the raw maps are returned
-  and sky is handled deterministically in `geometry/metric_depth.py`.
+  and sky is handled deterministically in `geometry/depth/metric_depth.py`.
 * any-view: backbone with camera token and cross-view attention + DualDPT head (depth, conf, rays)
   + camera decoder (pose encoding -> world-to-camera extrinsics and intrinsics). The views of ONE
   scene are the leading axis.
@@ -82,7 +82,7 @@ class DA3Model(nn.Module):
         p = self.cfg.patch_size
         if h < p or w < p or h % p or w % p:
             raise ValueError(f'DA3Model input {h}x{w}: both sides must be positive multiples of '
-                             f'{p} (use geometry.da3_preprocess.network_size)')
+                             f'{p} (use geometry.preprocess.da3_preprocess.network_size)')
         return int(h), int(w)
 
     def forward(self, x: torch.Tensor, return_features: bool = False) -> dict[str, torch.Tensor]:

@@ -111,7 +111,7 @@ class Dust3r(nn.Module):
             if img.shape[2] % self.cfg.patch_size or img.shape[3] % self.cfg.patch_size:
                 raise ValueError(f'Dust3r: {name} size {tuple(img.shape[2:])} is not a multiple '
                                  f'of {self.cfg.patch_size}; preprocess with '
-                                 'geometry.dust3r_preprocess first')
+                                 'geometry.preprocess.dust3r_preprocess first')
         if img1.shape[0] != img2.shape[0]:
             raise ValueError(f'Dust3r: batch sizes differ ({img1.shape[0]} vs {img2.shape[0]})')
         dtype = self.patch_embed.proj.weight.dtype   # backbone dtype (heads may stay fp32)

@@ -17,7 +17,7 @@ import time
 
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
-from tt_depth_ros.geometry.metric_depth import SKY_MODES
+from tt_depth_ros.geometry.depth.metric_depth import SKY_MODES
 from tt_depth_ros.pipelines.depth import DA3FramePath, DepthFrame, FrameOptions
 from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS

@@ -28,9 +28,9 @@ import threading
 import numpy as np
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
-from tt_depth_ros.geometry import metric_depth as md
-from tt_depth_ros.geometry.colorize import colorize_depth
-from tt_depth_ros.geometry.scale import ScaleResult
+from tt_depth_ros.geometry.depth import metric_depth as md
+from tt_depth_ros.geometry.depth.colorize import colorize_depth
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult
 from tt_depth_ros.pipelines.depth import DepthFrame, engine_kind
 from tt_depth_ros.pipelines.relative_scale import (
     FrameScale,
@@ -42,10 +42,10 @@ from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import depth_cloud_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg, rgb_image_msg
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.camera_views import CameraView
-from tt_depth_ros.ros.runtime.metric_depth_input import MetricDepthInput
-from tt_depth_ros.ros.runtime.tf_buffer import TfBuffer, subscribe_tf
-from tt_depth_ros.ros.runtime.tf_height import camera_height
+from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthInput
+from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, subscribe_tf
+from tt_depth_ros.ros.runtime.tf.tf_height import camera_height
 
 KINDS = ('anyview', 'nested', 'mono')
 

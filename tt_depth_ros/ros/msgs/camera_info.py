@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from sensor_msgs.msg import CameraInfo
 
-from tt_depth_ros.geometry.camera_model import (
+from tt_depth_ros.geometry.camera.camera_model import (
     CameraGeometry,
     CameraModelError,
     fit_to_image,

@@ -3,7 +3,7 @@
 Layout (docs/ros.md §7): x, y, z FLOAT32 at offsets 0, 4, 8 and point_step 16; with colour, a
 FLOAT32 `rgb` at offset 16 holding 0x00RRGGBB bits and point_step 32. height x width = the depth
 grid after decimation, row_step = width * point_step, is_dense false, NaN xyz for invalid points.
-The x, y, z (and rgb) planes from geometry.depth_cloud.point_planes are interleaved by one
+The x, y, z (and rgb) planes from geometry.depth.depth_cloud.point_planes are interleaved by one
 cv2.merge straight into the message's `array('B')` (the padding written as zeros) - no per-point
 Python work, no sensor_msgs_py, no extra copy; a CloudBuffer lets a node reuse that memory.
 """
@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 from sensor_msgs.msg import PointCloud2, PointField
 
-from tt_depth_ros.geometry.depth_cloud import pack_rgb, point_planes
+from tt_depth_ros.geometry.depth.depth_cloud import pack_rgb, point_planes
 from tt_depth_ros.ros.msgs.depth import no_copy_kwargs
 
 

@@ -7,9 +7,9 @@ plugin) decodes, byte for byte:
   or `16UC1`);
 - `data`: a 12-byte ConfigHeader, little-endian - int32 compression format (0 = INV_DEPTH) and
   float32 depthQuantA, depthQuantB - followed by a 16-bit grey PNG.
-- 32FC1: the PNG holds the quantised inverse depth of geometry/inverse_depth_quant.py (q = A/d +
-  B, 0 = no depth); 16UC1: the millimetres themselves, those beyond `depth_max` set to 0, and the
-  two floats are 0 (the decoder does not read them for 16-bit images).
+- 32FC1: the PNG holds the quantised inverse depth of geometry/depth/inverse_depth_quant.py
+  (q = A/d + B, 0 = no depth); 16UC1: the millimetres themselves, those beyond `depth_max` set to
+  0, and the two floats are 0 (the decoder does not read them for 16-bit images).
 
 A 640x480 32FC1 image (1.2 MB) became 0.15-0.32 MB at png_level 1 (smooth to noisy depth).
 """
@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 from sensor_msgs.msg import CompressedImage
 
-from tt_depth_ros.geometry.inverse_depth_quant import quant_params, quantize_inverse_depth
+from tt_depth_ros.geometry.depth.inverse_depth_quant import quant_params, quantize_inverse_depth
 from tt_depth_ros.ros.msgs.depth import depth_to_millimetres
 
 INV_DEPTH = 0

@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
-from tt_depth_ros.geometry.colorize import colorize_depth
+from tt_depth_ros.geometry.depth.colorize import colorize_depth
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import CloudBuffer, depth_cloud_msg
 from tt_depth_ros.ros.msgs.compressed_depth import compressed_depth_msg

@@ -14,7 +14,7 @@ from nav_msgs.msg import Path
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
-from tt_depth_ros.geometry.se3 import R_from_quat, make_T, quat_from_R
+from tt_depth_ros.geometry.pose.se3 import R_from_quat, make_T, quat_from_R
 
 
 def frame_id_problem(frame_id: str) -> str | None:

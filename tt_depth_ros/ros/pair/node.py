@@ -5,7 +5,7 @@ PerceptionLifecycleNode base). Modes:
 - `stereo`: camera1/{image,camera_info} and camera2/{image,camera_info}; frames paired by stamp
   (ros/pair/pairing.py); camera 1 is the reference.
 - `temporal`: image + camera_info of one camera; each frame is paired with the current keyframe,
-  poses chain keyframe to keyframe (geometry/keyframes.py) in an odom-like frame.
+  poses chain keyframe to keyframe (geometry/pose/keyframes.py) in an odom-like frame.
 Per pair (pipelines/pair_dust3r.py): preprocess -> engine -> PnP of camera 2 with its K at network
 resolution -> scale -> outputs. A failed or weak PnP publishes no pose and no TF for that pair;
 in stereo mode its cloud (and depth) are still published, so it is counted in `pnp_failures`, not
@@ -23,9 +23,9 @@ the metric-depth side input. Each mode's inputs and per-pair work are in ros/pai
 ros/pair/temporal.py (the steps they share in ros/pair/steps.py); publishing rules (TF in metres
 only by default, frame-name checks, camera-resolution depth) in ros/pair/outputs.py, an object the
 node owns; temporal mode can map the chain to odom -> base_link with the camera mounting from the
-robot's TF tree (robot_base_frame; ros/pair/odometry.py, ros/runtime/tf_buffer.py).
-Scale semantics (geometry/scale.py): `depth` is 32FC1 metres and is published only with a metric
-scale (baseline or depth); without one, `depth_unscaled` carries DUSt3R-unit depth if
+robot's TF tree (robot_base_frame; ros/pair/odometry.py, ros/runtime/tf/tf_buffer.py).
+Scale semantics (geometry/pointmap/scale.py): `depth` is 32FC1 metres and is published only with a
+metric scale (baseline or depth); without one, `depth_unscaled` carries DUSt3R-unit depth if
 `publish_unscaled_depth` is set, never `depth`. Points and poses carry the active units, which
 /diagnostics reports (`units`, `scale_source`, `scale`).
 """
@@ -34,8 +34,8 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from tt_depth_ros.geometry.keyframes import KeyframePolicy
-from tt_depth_ros.geometry.scale import METRIC_SOURCES
+from tt_depth_ros.geometry.pointmap.scale import METRIC_SOURCES
+from tt_depth_ros.geometry.pose.keyframes import KeyframePolicy
 from tt_depth_ros.pipelines.pair_anyview import ANYVIEW_PAIR_MODELS, make_pair_pipeline
 from tt_depth_ros.pipelines.pair_dust3r import PairSettings
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
@@ -46,8 +46,8 @@ from tt_depth_ros.ros.pair.steps import PairSteps
 from tt_depth_ros.ros.pair.stereo import StereoMode
 from tt_depth_ros.ros.pair.temporal import TemporalMode
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthInput
 from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
-from tt_depth_ros.ros.runtime.metric_depth_input import MetricDepthInput
 from tt_depth_ros.ros.runtime.params import ParamSpec
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 

@@ -2,7 +2,7 @@
 
 The keyframe chain gives the camera's motion in the first keyframe's optical frame (z forward).
 A robot's tree wants the base's motion in `odom` (REP 105: z up, fixed at the start pose). With
-the camera mounting T_base_cam read from /tf_static and /tf (ros/runtime/tf_buffer.py; usually
+the camera mounting T_base_cam read from /tf_static and /tf (ros/runtime/tf/tf_buffer.py; usually
 robot_state_publisher's static chain base_link -> camera_link -> camera_optical_frame), odom is
 the base pose at the first keyframe, and at any later frame
 
@@ -17,8 +17,8 @@ from collections import deque
 
 import numpy as np
 
-from tt_depth_ros.geometry.se3 import invert_T
-from tt_depth_ros.ros.runtime.tf_buffer import TfBuffer
+from tt_depth_ros.geometry.pose.se3 import invert_T
+from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer
 
 MAX_HISTORY = 100_000
 

@@ -17,16 +17,16 @@ from nav_msgs.msg import Path
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from tf2_msgs.msg import TFMessage
 
-from tt_depth_ros.geometry.dust3r_preprocess import unmap_intrinsics
-from tt_depth_ros.geometry.grid_to_camera import grid_to_camera
-from tt_depth_ros.geometry.scale import ScaleResult
-from tt_depth_ros.geometry.se3 import angle_deg
+from tt_depth_ros.geometry.depth.grid_to_camera import grid_to_camera
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult
+from tt_depth_ros.geometry.pose.se3 import angle_deg
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import unmap_intrinsics
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.cloud import pointcloud2_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg
 from tt_depth_ros.ros.msgs.pose import frame_id_problem, path_msg, pose_stamped_msg, tf_message
 from tt_depth_ros.ros.pair.figures import PairFigures
-from tt_depth_ros.ros.runtime.tf_qos import TF_QOS, TF_STATIC_QOS
+from tt_depth_ros.ros.runtime.tf.tf_qos import TF_QOS, TF_STATIC_QOS
 
 
 def drop_borders(result, borders):

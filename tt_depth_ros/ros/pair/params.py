@@ -7,7 +7,7 @@ defaults (a test keeps them in step).
 from __future__ import annotations
 
 from tt_depth_ros.engines import registry
-from tt_depth_ros.geometry.scale import SOURCES
+from tt_depth_ros.geometry.pointmap.scale import SOURCES
 from tt_depth_ros.ros.runtime.params import ParamSpec
 
 DUST3R_MODELS = registry.names(family='dust3r')

@@ -5,11 +5,11 @@ and publishing; every step that ends a pair reports one reject reason and return
 """
 from __future__ import annotations
 
-from tt_depth_ros.geometry.scale import ScaleResult
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.outputs import drop_borders
 from tt_depth_ros.ros.pair.params import DUST3R_MODELS
-from tt_depth_ros.ros.runtime.camera_views import CameraView
+from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
 
 
 class PairSteps:

@@ -1,10 +1,10 @@
 """Temporal mode of the pair node: one moving camera, each frame against the current keyframe.
 
-Inputs image + camera_info of one camera. Poses chain keyframe to keyframe (geometry/keyframes.py)
-in an odom-like frame whose origin is the first keyframe; DA3 any-view models may add earlier
-keyframes to each forward (`window_size`). A frame without a pose cannot be placed and is
-skipped. With `robot_base_frame` the chain is mapped to odom -> base_link with the camera mounting
-from the robot's TF tree (ros/pair/odometry.py, ros/runtime/tf_buffer.py).
+Inputs image + camera_info of one camera. Poses chain keyframe to keyframe
+(geometry/pose/keyframes.py) in an odom-like frame whose origin is the first keyframe; DA3 any-view
+models may add earlier keyframes to each forward (`window_size`). A frame without a pose cannot be
+placed and is skipped. With `robot_base_frame` the chain is mapped to odom -> base_link with the
+camera mounting from the robot's TF tree (ros/pair/odometry.py, ros/runtime/tf/tf_buffer.py).
 """
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tt_depth_ros.geometry.keyframes import KeyframeChain, KeyframePolicy
-from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.geometry.pose.keyframes import KeyframeChain, KeyframePolicy
+from tt_depth_ros.geometry.pose.se3 import invert_T
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.mode import PairMode, Published
 from tt_depth_ros.ros.pair.odometry import RobotOdometry
 from tt_depth_ros.ros.pair.outputs import PairOutputs
 from tt_depth_ros.ros.pair.steps import PairSteps
-from tt_depth_ros.ros.runtime.camera_views import CameraView
-from tt_depth_ros.ros.runtime.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
+from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
+from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
 
 ROBOT_FRAMES = ('odom', 'map', 'base_link', 'base_footprint', 'world')   # REP 105 names
 

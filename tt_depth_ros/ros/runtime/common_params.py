@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from tt_depth_ros.ros.runtime.camera_info_sync import CAMERA_INFO_SYNC_PARAMS
 from tt_depth_ros.ros.runtime.diagnostics import DROP_WINDOW_S
+from tt_depth_ros.ros.runtime.inputs.camera_info_sync import CAMERA_INFO_SYNC_PARAMS
+from tt_depth_ros.ros.runtime.inputs.rectify_input import RECTIFY_PARAMS
 from tt_depth_ros.ros.runtime.params import ParamSpec
-from tt_depth_ros.ros.runtime.rectify_input import RECTIFY_PARAMS
 
 COMMON_PARAMS = (
     ParamSpec('model', 'da3metric-large', 'Network to run (engines.factory.build_engine name).'),

@@ -14,12 +14,12 @@ cancels the node's CancelToken, which the engine build checks between its steps.
 The rest is composed from one-concept parts, reached through thin methods that subclasses call:
 parameters (ros/runtime/common_params.py + the node's own, `self.params`), the engine
 (ros/runtime/engine_builder.py: `build_engine`, `ensure_prepared`), inputs
-(ros/runtime/inputs.py: `subscribe_image`, `precheck_image`, `decode_image`, `offer`), CameraInfo
-by stamp and rectification (ros/runtime/camera_views.py: `camera_view`), publishers
-(ros/runtime/publishers.py: `add_publisher`), throttled bad-input reporting
+(ros/runtime/inputs/subscriptions.py: `subscribe_image`, `precheck_image`, `decode_image`, `offer`),
+CameraInfo by stamp and rectification (ros/runtime/inputs/camera_views.py: `camera_view`),
+publishers (ros/runtime/publishers.py: `add_publisher`), throttled bad-input reporting
 (ros/runtime/rejects.py: `reject`) and statistics (`self.stats`, /diagnostics). Subclasses provide
-`node_param_specs`, `validate`, `expected_shapes`, `create_outputs`, `create_inputs`, `process`
-and `diagnostics_extra`.
+`node_param_specs`, `validate`, `expected_shapes`, `create_outputs`, `create_inputs`, `process` and
+`diagnostics_extra`.
 """
 from __future__ import annotations
 
@@ -33,12 +33,12 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.cancel import BuildCancelled, CancelToken
 from tt_depth_ros.engines.weights import WeightsUnavailableError
-from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore
-from tt_depth_ros.ros.runtime.camera_views import CameraView, CameraViews
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
 from tt_depth_ros.ros.runtime.diagnostics import NodeStats, diagnostic_array
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes, build_node_engine
-from tt_depth_ros.ros.runtime.inputs import NodeInputs
+from tt_depth_ros.ros.runtime.inputs.camera_info_sync import CameraInfoStore
+from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView, CameraViews
+from tt_depth_ros.ros.runtime.inputs.subscriptions import NodeInputs
 from tt_depth_ros.ros.runtime.mailbox import LatestFrameMailbox
 from tt_depth_ros.ros.runtime.params import ParamSpec, ParamTable
 from tt_depth_ros.ros.runtime.publishers import NodePublishers
@@ -93,7 +93,7 @@ class PerceptionLifecycleNode(LifecycleNode):
 
     @property
     def camera_infos(self) -> CameraInfoStore:
-        """Each camera's CameraInfos by stamp (ros/runtime/camera_info_sync.py)."""
+        """Each camera's CameraInfos by stamp (ros/runtime/inputs/camera_info_sync.py)."""
         return self.camera_views.store
 
     # ---- hooks for subclasses -------------------------------------------------------------
@@ -292,7 +292,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Own a lifecycle publisher made with other QoS (e.g. tf2's): destroyed at cleanup."""
         return self.node_publishers.track(pub)
 
-    # ---- inputs (ros/runtime/inputs.py, ros/runtime/camera_views.py) ----------------------
+    # ---- inputs (ros/runtime/inputs/subscriptions.py, ros/runtime/inputs/camera_views.py) ----
     def track_subscription(self, sub):
         """Own a subscription created by a subclass or helper: destroyed on deactivate."""
         return self.inputs.track(sub)

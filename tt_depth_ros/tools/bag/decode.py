@@ -90,7 +90,7 @@ def decode_pose(raw: bytes) -> DecodedPose:
     from geometry_msgs.msg import PoseStamped
     from rclpy.serialization import deserialize_message
 
-    from tt_depth_ros.geometry.se3 import R_from_quat
+    from tt_depth_ros.geometry.pose.se3 import R_from_quat
 
     msg = deserialize_message(raw, PoseStamped)
     p, q = msg.pose.position, msg.pose.orientation

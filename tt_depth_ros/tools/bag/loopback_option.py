@@ -1,7 +1,7 @@
 """The `--loopback` option of the bag CLIs (replay, record): ROS 2 confined to this host on request.
 
 By default these tools use the ROS environment as given, like the nodes; `--loopback` applies the
-loopback environment (ros/runtime/loopback.py) before rclpy starts.
+loopback environment (ros/runtime/process/loopback.py) before rclpy starts.
 """
 from __future__ import annotations
 
@@ -19,5 +19,5 @@ def add_loopback_option(parser: argparse.ArgumentParser) -> None:
 def apply_loopback_option(args: argparse.Namespace) -> None:
     """Apply the loopback environment when `--loopback` was given (call before rclpy.init)."""
     if args.loopback:
-        from tt_depth_ros.ros.runtime.loopback import apply_loopback_env
+        from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
         apply_loopback_env()

@@ -1,15 +1,15 @@
 """One rosbag2 through the depth node's frame work, offline: its outputs into a new MCAP bag.
 
 Nothing here re-implements the node: each camera gets the node's own admission and decoding
-(ros/runtime/inputs.py NodeInputs: stamp order, encoding, size, data size), CameraInfo by stamp
-and rectification (ros/runtime/camera_views.py), reject counting (ros/runtime/rejects.py), THE
-DA3 frame path (pipelines/depth.py) with the node's options (ros/depth/node.py
-`depth_frame_options`) and the node's message builders (ros/msgs/metric_outputs.py); a relative
-(any-view, mono) or NESTED model publishes through the node's own handler of those kinds
-(ros/depth/relative_outputs.py: depth_relative, confidence, camera_info_estimated, ... and its
-scale sources) on an offline host (tools/batch/offline_node.py). What differs is only the
-transport: messages come from the bag in its order, every frame is processed (the replay of a
-bag paced by the node's output), and outputs are written, not published.
+(ros/runtime/inputs/subscriptions.py NodeInputs: stamp order, encoding, size, data size), CameraInfo
+by stamp and rectification (ros/runtime/inputs/camera_views.py), reject counting
+(ros/runtime/rejects.py), THE DA3 frame path (pipelines/depth.py) with the node's options
+(ros/depth/node.py `depth_frame_options`) and the node's message builders
+(ros/msgs/metric_outputs.py); a relative (any-view, mono) or NESTED model publishes through the
+node's own handler of those kinds (ros/depth/relative_outputs.py: depth_relative, confidence,
+camera_info_estimated, ... and its scale sources) on an offline host (tools/batch/offline_node.py).
+What differs is only the transport: messages come from the bag in its order, every frame is
+processed (the replay of a bag paced by the node's output), and outputs are written, not published.
 
 The node waits up to `camera_info_wait_s` for a CameraInfo that arrives after its image; offline
 the wait is a look-ahead in bag time: an image is processed once the bag has been read that far
@@ -30,7 +30,7 @@ from tt_depth_ros.ros.depth.node import depth_frame_options
 from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs, check_kind_params
 from tt_depth_ros.ros.msgs.metric_outputs import metric_output_msgs, metric_output_types
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes
-from tt_depth_ros.ros.runtime.metric_depth_input import TOPIC as METRIC_DEPTH
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH
 from tt_depth_ros.tools.bag.io import default_typestore_distro, message_class, zero_padded_cdr
 from tt_depth_ros.tools.bag.sample import typestore_for
 from tt_depth_ros.tools.batch.cameras import Camera, check_cameras, default_cameras

@@ -4,12 +4,12 @@ The pair node's per-pair work (ros/pair/stereo.py, temporal.py, steps.py, output
 ros/pair/node.py `pair_work`) and the depth node's relative / NESTED outputs
 (ros/depth/relative_outputs.py) talk to their node through a few methods: subscribe, precheck,
 decode, camera view, prepare, reject, offer, publish. `OfflineNode` provides them over the
-node's own parts (ros/runtime/inputs.py admission and decoding, camera_views.py, rejects.py,
-engine_builder.py PreparedShapes) so tt-depth-batch runs that work unchanged: subscriptions are
-recorded (resolved like ROS names: relative ones in the node's namespace, then `remap`), the job
-(tools/batch/pair_bag.py) delivers the bag's messages to them, an `offer` queues the item for
-the job instead of a mailbox (every item is processed), and a publisher writes each message to
-the job's `sink` (a bag recorder subscribes to every topic, so every output is built).
+node's own parts (ros/runtime/inputs/subscriptions.py admission and decoding, camera_views.py,
+rejects.py, engine_builder.py PreparedShapes) so tt-depth-batch runs that work unchanged:
+subscriptions are recorded (resolved like ROS names: relative ones in the node's namespace, then
+`remap`), the job (tools/batch/pair_bag.py) delivers the bag's messages to them, an `offer` queues
+the item for the job instead of a mailbox (every item is processed), and a publisher writes each
+message to the job's `sink` (a bag recorder subscribes to every topic, so every output is built).
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from typing import Callable
 
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
-from tt_depth_ros.ros.runtime.camera_views import CameraViews
 from tt_depth_ros.ros.runtime.diagnostics import NodeStats
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes
-from tt_depth_ros.ros.runtime.inputs import NodeInputs
+from tt_depth_ros.ros.runtime.inputs.camera_views import CameraViews
+from tt_depth_ros.ros.runtime.inputs.subscriptions import NodeInputs
 from tt_depth_ros.ros.runtime.qos import qos_profile
 from tt_depth_ros.ros.runtime.rejects import RejectReporter
 
@@ -147,7 +147,7 @@ class OfflineNode:
 
     @property
     def camera_infos(self):
-        """Each camera's CameraInfos by stamp (ros/runtime/camera_info_sync.py)."""
+        """Each camera's CameraInfos by stamp (ros/runtime/inputs/camera_info_sync.py)."""
         return self.camera_views.store
 
     def count_publishers(self, topic: str) -> int:

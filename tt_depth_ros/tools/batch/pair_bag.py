@@ -24,7 +24,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.node import pair_work
-from tt_depth_ros.ros.runtime.metric_depth_input import TOPIC as METRIC_DEPTH
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH
 from tt_depth_ros.tools.bag.io import default_typestore_distro, zero_padded_cdr
 from tt_depth_ros.tools.bag.sample import typestore_for
 from tt_depth_ros.tools.batch.cameras import Camera, CameraTopicError
@@ -65,7 +65,9 @@ class _NodeRun:
         self.host = OfflineNode(p, engine, ns, remap, sink, logger)
         metric = None
         if p['scale_source'] == 'depth':
-            from tt_depth_ros.ros.runtime.metric_depth_input import MetricDepthInput
+            from tt_depth_ros.ros.runtime.inputs.metric_depth_input import (
+                MetricDepthInput,
+            )
             metric = MetricDepthInput(self.host)
         work = pair_work(self.host, engine, PairFigures(),
                          metric.image_for if metric else lambda *a, **k: None)

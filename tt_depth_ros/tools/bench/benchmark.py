@@ -61,7 +61,7 @@ def run_benchmark(cfg: BenchConfig, log=print) -> dict:
         The report dict (also written as JSON). Raises RuntimeError when the node never comes
         up (with the tail of its log).
     """
-    from tt_depth_ros.ros.runtime.loopback import apply_loopback_env
+    from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
     apply_loopback_env()
     import rclpy
     from rclpy.executors import SingleThreadedExecutor

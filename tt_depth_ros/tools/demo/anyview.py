@@ -3,7 +3,7 @@
 DA3-SMALL never publishes `depth` (metres) without a scale source: it publishes `depth_relative`
 (its own unit), `confidence` and `camera_info_estimated` (its own intrinsics estimate). The demo
 records those, and for a look at the depth shape it aligns each relative frame to the ground
-truth with one median ratio (geometry/scale.median_ratio_scale) — said in the report
+truth with one median ratio (geometry/pointmap/scale.median_ratio_scale) — said in the report
 (`scale_alignment`), since a robot would need a real scale source (README "Choosing a model").
 Offline, the network is the tiny any-view config with rule-v1 (+ X1) weights, a labelled
 stand-in: every file name and the report carry its tag.
@@ -47,7 +47,7 @@ def anyview_pass(ros, bag: Path, out: Path, w, backend: str, process_res: int, m
     Returns the report section: outputs, aligned accuracy, estimated K, panels, node log.
     """
     from tt_depth_ros.api.io import write_png
-    from tt_depth_ros.geometry.scale import median_ratio_scale
+    from tt_depth_ros.geometry.pointmap.scale import median_ratio_scale
     from tt_depth_ros.tools.bag.replay import Player
     from tt_depth_ros.tools.bench.probe import OutputMonitor
     from tt_depth_ros.tools.eval import accuracy as acc

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_depth_ros.geometry.colorize import colorize_depth, colour_bar
+from tt_depth_ros.geometry.depth.colorize import colorize_depth, colour_bar
 
 
 def depth_panel(rgb: np.ndarray, pred: np.ndarray, gt: np.ndarray | None = None,

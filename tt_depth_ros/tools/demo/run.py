@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--quick', action='store_true', help='short benchmark (CI smoke)')
     a = ap.parse_args(argv)
 
-    from tt_depth_ros.ros.runtime.loopback import apply_loopback_env
+    from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
     apply_loopback_env()
     from tt_depth_ros.tools.bench.report import write_json
 

@@ -126,7 +126,7 @@ def render(scene: Scene, K: np.ndarray, width: int, height: int,
         height: image height, pixels.
         T_world_cam: 4x4 pose of the optical frame in the world.
         rays_cam: optional (H*W, 3) optical-frame rays (x, y, 1) per pixel, row-major, instead
-            of K's pinhole rays: a distorted lens (geometry/rectify.pixel_rays).
+            of K's pinhole rays: a distorted lens (geometry/camera/rectify.pixel_rays).
 
     Returns:
         (rgb uint8 (H, W, 3), depth float32 (H, W)): depth is planar z in metres, +Inf for sky.

@@ -20,8 +20,8 @@ import numpy as np
 
 SOURCES = ('none', 'baseline', 'depth')
 METRIC_SOURCES = ('baseline', 'depth', 'camera_height', 'model')
-"""Sources whose scaled lengths are metres ('camera_height': geometry/ground_plane.py; 'model':
-the network predicts metres itself, e.g. DA3NESTED)."""
+"""Sources whose scaled lengths are metres ('camera_height': geometry/depth/ground_plane.py;
+'model': the network predicts metres itself, e.g. DA3NESTED)."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """What a node knows about one decoded frame's camera: the CameraInfo of its stamp, rectified.
 
-`CameraViews` keeps each camera's CameraInfos by stamp (ros/runtime/camera_info_sync.py), picks
-the one of a frame per `camera_info_sync` / `camera_info_mode`, fits its intrinsics to the image
-size (geometry/camera_model.py) and rectifies distorted frames (ros/runtime/rectify_input.py);
-`view` returns the frame as a `CameraView`. Every frame it cannot place is a counted reject.
+`CameraViews` keeps each camera's CameraInfos by stamp (ros/runtime/inputs/camera_info_sync.py),
+picks the one of a frame per `camera_info_sync` / `camera_info_mode`, fits its intrinsics to the
+image size (geometry/camera/camera_model.py) and rectifies distorted frames
+(ros/runtime/inputs/rectify_input.py); `view` returns the frame as a `CameraView`. Every frame it
+cannot place is a counted reject.
 """
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image
-from tt_depth_ros.geometry.rectify import Rectifier
+from tt_depth_ros.geometry.camera.camera_model import CameraModelError, fit_to_image
+from tt_depth_ros.geometry.camera.rectify import Rectifier
 from tt_depth_ros.ros.msgs.camera_info import CameraInfoError, camera_geometry
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.camera_info_sync import CameraInfoStore, InfoMatch
-from tt_depth_ros.ros.runtime.rectify_input import InputRectification
+from tt_depth_ros.ros.runtime.inputs.camera_info_sync import (
+    CameraInfoStore,
+    InfoMatch,
+)
+from tt_depth_ros.ros.runtime.inputs.rectify_input import InputRectification
 
 NO_CAMERA_INFO = 'none'
 """`CameraViews.match` result: no CameraInfo arrived at all, camera_info_mode='default_focal'."""

@@ -25,7 +25,7 @@ What is relied on, and what is deliberately not:
   grid). The depth is sampled there bilinearly. The alternative, the head's align_corners
   upsampling, differs by at most 0.375 network pixels.
 
-Each view's points give that camera's pose in the network world by PnP (geometry.pnp, SQPnP
+Each view's points give that camera's pose in the network world by PnP (geometry.pose.pnp, SQPnP
 RANSAC on the ray grid, threshold in network pixels). Then T_1<-2 = inv(T_w<-1) T_w<-2, so the
 world frame (the reference view the network picked, or any other frame) drops out.
 """
@@ -36,8 +36,8 @@ import dataclasses
 import cv2
 import numpy as np
 
-from tt_depth_ros.geometry.pnp import PoseResult, solve_relative_pose
-from tt_depth_ros.geometry.se3 import invert_T
+from tt_depth_ros.geometry.pose.pnp import PoseResult, solve_relative_pose
+from tt_depth_ros.geometry.pose.se3 import invert_T
 
 RAY_CHANNELS = 6
 

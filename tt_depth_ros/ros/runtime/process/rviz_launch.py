@@ -21,7 +21,7 @@ def rviz_config_path(name: str) -> Path:
         candidates.append(Path(get_package_share_directory(PACKAGE)) / 'rviz' / name)
     except (ImportError, LookupError, OSError, ValueError):
         pass  # not installed through ament
-    candidates.append(Path(__file__).resolve().parents[3] / 'rviz' / name)
+    candidates.append(Path(__file__).resolve().parents[4] / 'rviz' / name)
     for path in candidates:
         if path.is_file():
             return path

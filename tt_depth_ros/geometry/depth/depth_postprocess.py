@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from tt_depth_ros.geometry import metric_depth as md
-from tt_depth_ros.geometry.rectify import Rectifier
+from tt_depth_ros.geometry.camera.rectify import Rectifier
+from tt_depth_ros.geometry.depth import metric_depth as md
 
 
 def finish_depth(raw_depth: np.ndarray, sky_score: Optional[np.ndarray], K_net: np.ndarray, *,
@@ -28,7 +28,7 @@ def finish_depth(raw_depth: np.ndarray, sky_score: Optional[np.ndarray], K_net: 
         K_net: 3x3 intrinsics at network resolution (their focal sets the metric scale).
         metric: False for relative-depth models: no focal scaling.
         sky_threshold: Sky score at or above which a pixel is sky.
-        sky_mode: 'inf', 'nan' or 'keep' (geometry.metric_depth.apply_sky).
+        sky_mode: 'inf', 'nan' or 'keep' (geometry.depth.metric_depth.apply_sky).
         max_depth_m: Depth beyond this becomes +Inf; None or 0 = no limit.
         out_hw: (H, W) to resample to (camera resolution), or None to stay on the network grid.
         border: The Rectifier of a rectified input: pixels that map from outside the source image

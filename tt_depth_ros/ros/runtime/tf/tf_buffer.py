@@ -4,7 +4,7 @@ Enough of tf2's BufferCore for a node that needs the camera's mounting on the ro
 edges are kept forever, /tf edges for `cache_s` seconds per child frame; a lookup walks both
 frames up to their common ancestor and composes the edges, interpolating each dynamic edge at the
 requested stamp (slerp/lerp like tf2) and refusing to extrapolate beyond `max_extrapolation_s`.
-Stamp 0 means "latest" (tf2's TimePointZero). Math in geometry/se3.py; thread-safe.
+Stamp 0 means "latest" (tf2's TimePointZero). Math in geometry/pose/se3.py; thread-safe.
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import threading
 
 import numpy as np
 
-from tt_depth_ros.geometry.se3 import interpolate_T, invert_T
+from tt_depth_ros.geometry.pose.se3 import interpolate_T, invert_T
 from tt_depth_ros.ros.msgs.pose import T_from_transform_msg
 from tt_depth_ros.ros.msgs.stamps import NS_PER_S as NS
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.tf_qos import TF_QOS, TF_STATIC_LISTENER_QOS
+from tt_depth_ros.ros.runtime.tf.tf_qos import TF_QOS, TF_STATIC_LISTENER_QOS
 
 
 class TfLookupError(LookupError):

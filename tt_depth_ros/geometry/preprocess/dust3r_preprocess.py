@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from tt_depth_ros.geometry.camera_model import validate_K
+from tt_depth_ros.geometry.camera.camera_model import validate_K
 
 MODES = ('crop', 'pad')
 PATCH = 16

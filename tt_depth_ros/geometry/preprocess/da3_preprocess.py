@@ -21,7 +21,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from tt_depth_ros.geometry.image_checks import check_rgb_u8
+from tt_depth_ros.geometry.preprocess.image_checks import check_rgb_u8
 
 PATCH = 14
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

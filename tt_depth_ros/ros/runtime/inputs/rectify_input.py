@@ -1,4 +1,4 @@
-"""Input rectification for both nodes (`rectify` parameter), on top of geometry/rectify.py.
+"""Input rectification for both nodes (`rectify` parameter), on top of geometry/camera/rectify.py.
 
 `auto` (default): an image whose CameraInfo has non-zero D is rectified with K, D, R and P before
 the network, like image_proc's rectify node, and every output is in the rectified camera (the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_depth_ros.geometry.rectify import (
+from tt_depth_ros.geometry.camera.rectify import (
     Rectifier,
     RectifierCache,
     build_rectifier,

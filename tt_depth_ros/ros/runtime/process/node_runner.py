@@ -5,7 +5,7 @@ RMW_IMPLEMENTATION, discovery or DDS profile variables.
 
 Threads: the executor spins in its own thread, where every lifecycle transition runs (autostart's
 configure/activate too, so the main thread only waits for signals, see
-ros/runtime/signal_latch.py). On
+ros/runtime/process/signal_latch.py). On
 SIGINT/SIGTERM the main thread cancels a configure in progress (the engine build stops at its next
 checkpoint), stops the executor thread (waiting at most CONFIGURE_ABORT_S for a transition that
 cannot be interrupted, then exiting without it: the process exit releases memory and device, and
@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from tt_depth_ros.ros.runtime.signal_latch import SignalLatch
+from tt_depth_ros.ros.runtime.process.signal_latch import SignalLatch
 
 CONFIGURE_ABORT_S = 1.5   # longest wait for a transition in progress after the signal
 WORKER_JOIN_S = 1.5       # longest wait for an in-flight inference at shutdown

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import cv2
 import numpy as np
 
-from tt_depth_ros.geometry.se3 import angle_deg, make_T
+from tt_depth_ros.geometry.pose.se3 import angle_deg, make_T
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,8 @@ def solve_relative_pose(pts3d_2: np.ndarray, conf_2: np.ndarray, K2_net: np.ndar
     Args:
         pts3d_2: (H, W, 3) DUSt3R head-2 points (`pts3d_2`), camera-1 frame.
         conf_2: (H, W) head-2 confidence (>= 1).
-        K2_net: 3x3 intrinsics of image 2 on the network grid (geometry.dust3r_preprocess).
+        K2_net: 3x3 intrinsics of image 2 on the network grid
+        (geometry.preprocess.dust3r_preprocess).
         conf_threshold: use pixels with conf > this (3 upstream, i.e. logit > ln 2).
         reproj_px: RANSAC inlier threshold in network pixels (5 upstream).
         iterations: RANSAC iterations (100 upstream).

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_depth_ros.geometry.dust3r_preprocess import Dust3rPlan
-from tt_depth_ros.geometry.metric_depth import resize_depth
+from tt_depth_ros.geometry.depth.metric_depth import resize_depth
+from tt_depth_ros.geometry.preprocess.dust3r_preprocess import Dust3rPlan
 
 
 def grid_to_camera(grid: np.ndarray, plan: Dust3rPlan) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 A robot usually states its camera mounting in TF (base_footprint -> base_link -> camera optical
 frame, REP 105: base_footprint on the ground, z up). The height is the z of the camera's origin
-in that ground frame, from the latest transforms of a TfBuffer (ros/runtime/tf_buffer.py): a
+in that ground frame, from the latest transforms of a TfBuffer (ros/runtime/tf/tf_buffer.py): a
 mounting is static or slowly changing, and the depth node needs a length, not a pose at the image
 stamp.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from tt_depth_ros.ros.runtime.tf_buffer import TfBuffer, TfLookupError
+from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, TfLookupError
 
 
 class CameraHeight(NamedTuple):

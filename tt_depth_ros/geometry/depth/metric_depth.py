@@ -18,7 +18,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from tt_depth_ros.geometry.da3_preprocess import check_focal
+from tt_depth_ros.geometry.preprocess.da3_preprocess import check_focal
 
 CANONICAL_FOCAL = 300.0
 """The virtual focal (px) of DA3's raw depth: raw depth equals metres at f' = 300."""

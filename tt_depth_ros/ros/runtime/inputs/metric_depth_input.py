@@ -3,8 +3,8 @@
 Both nodes scale a relative result (DUSt3R pointmaps, DA3 relative depth) by the median ratio to a
 metric depth image of the same view - a metric depth node's output or a LiDAR projected into the
 camera - that usually arrives a little after the camera image, so the worker may wait for the one
-with its stamp (`metric_depth_wait_s`, ros/runtime/stamp_cache.py). A message that is no depth
-image is rejected as [metric_depth] (the node's throttled bad-input report).
+with its stamp (`metric_depth_wait_s`, ros/runtime/inputs/stamp_cache.py). A message that is no
+depth image is rejected as [metric_depth] (the node's throttled bad-input report).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sensor_msgs.msg import Image
 
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.stamp_cache import StampedCache
+from tt_depth_ros.ros.runtime.inputs.stamp_cache import StampedCache
 
 TOPIC = 'metric_depth'
 CAPACITY = 30

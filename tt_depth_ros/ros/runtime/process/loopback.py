@@ -24,7 +24,7 @@ def loopback_profile_path() -> Path:
         candidates.append(Path(get_package_share_directory(PACKAGE)) / 'config' / PROFILE_NAME)
     except (ImportError, LookupError, OSError, ValueError):
         pass  # not installed through ament (pip/editable install, or no AMENT_PREFIX_PATH)
-    candidates.append(Path(__file__).resolve().parents[3] / 'config' / PROFILE_NAME)
+    candidates.append(Path(__file__).resolve().parents[4] / 'config' / PROFILE_NAME)
     for path in candidates:
         if path.is_file():
             return path

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tt_depth_ros.geometry.scale import ScaleResult
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult
 
 UP_OPTICAL = np.array([0.0, -1.0, 0.0])
 """Camera 'up' in the optical frame (y points down)."""

@@ -10,7 +10,7 @@ Units: every DUSt3R pair has its own arbitrary scale. To chain pairs consistentl
 keeps a reference depth map (its own z, in trajectory units, on the network grid): the first from
 the first pair (defining the unit) or from a metric depth image, later ones propagated from the pair
 that promoted them. A pair's scale is the median ratio between that reference and the keyframe's z
-in the pair (geometry/scale.py), so the whole trajectory shares one unit — metres when the
+in the pair (geometry/pointmap/scale.py), so the whole trajectory shares one unit — metres when the
 reference is metric.
 """
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from tt_depth_ros.geometry.scale import ScaleResult, median_ratio_scale
-from tt_depth_ros.geometry.se3 import angle_deg
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult, median_ratio_scale
+from tt_depth_ros.geometry.pose.se3 import angle_deg
 
 
 def rotation_angle_deg(R: np.ndarray) -> float:
-    """Angle of a rotation matrix, degrees (geometry.se3.angle_deg)."""
+    """Angle of a rotation matrix, degrees (geometry.pose.se3.angle_deg)."""
     return angle_deg(R)
 
 

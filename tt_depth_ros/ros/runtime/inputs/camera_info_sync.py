@@ -4,8 +4,8 @@ A camera publishes Image and CameraInfo as two topics with the same header stamp
 either order, and the worker may process a frame while newer CameraInfos (another zoom, another
 calibration, another resolution) have already arrived. Reading "the latest CameraInfo" then gives
 a frame someone else's intrinsics (depth x2 after a focal change). So CameraInfos are
-kept per camera in a small stamp-keyed cache (ros/runtime/stamp_cache.py) and looked up by the
-image stamp:
+kept per camera in a small stamp-keyed cache (ros/runtime/inputs/stamp_cache.py) and looked up by
+the image stamp:
 - `exact` (default): the CameraInfo with exactly the image stamp; else the nearest one within
   `camera_info_tolerance_s`; the worker waits up to `camera_info_wait_s` for one that has not
   arrived yet (the wait ends as soon as a newer CameraInfo shows the exact one will not come).
@@ -20,8 +20,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from tt_depth_ros.ros.runtime.inputs.stamp_cache import StampedCache
 from tt_depth_ros.ros.runtime.params import ParamSpec
-from tt_depth_ros.ros.runtime.stamp_cache import StampedCache
 
 CAMERA_INFO_SYNC_PARAMS = (
     ParamSpec('camera_info_sync', 'exact', "'exact': each image uses the CameraInfo with its "

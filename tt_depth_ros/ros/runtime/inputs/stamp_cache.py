@@ -4,7 +4,7 @@ The pair node's metric-depth scale needs the depth image of exactly the referenc
 that image (e.g. the depth node's output) usually arrives a little after the camera image, so the
 worker may wait for it — never longer than a bound, never holding more than `capacity` items.
 Both nodes pair each image with the CameraInfo of its stamp the same way
-(ros/runtime/camera_info_sync.py).
+(ros/runtime/inputs/camera_info_sync.py).
 """
 from __future__ import annotations
 

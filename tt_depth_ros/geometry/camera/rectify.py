@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from tt_depth_ros.geometry.camera_model import CameraModelError, fit_to_image, from_camera_arrays
+from tt_depth_ros.geometry.camera.camera_model import (
+    CameraModelError,
+    fit_to_image,
+    from_camera_arrays,
+)
 
 DISTORTION_MODELS = ('plumb_bob', 'rational_polynomial', 'equidistant')
 MAP_EDGE_TOL = 1e-3   # px
@@ -199,7 +203,9 @@ def pixel_rays(model: str, K: np.ndarray, d, width: int, height: int) -> np.ndar
     crit = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
     if model == 'equidistant':
         xy = cv2.fisheye.undistortPoints(pix, K, d.reshape(4, 1), None, None, None, crit)
-    else:
+    elif hasattr(cv2, 'undistortPointsIter'):   # OpenCV 4.x (ROS's python3-opencv): criteria here
+        xy = cv2.undistortPointsIter(pix, K, d, None, None, crit)
+    else:                                        # OpenCV 5.x folded it into undistortPoints
         xy = cv2.undistortPoints(pix, K, d, None, None, None, crit)
     xy = xy.reshape(-1, 2)
     return np.concatenate([xy, np.ones((xy.shape[0], 1))], axis=1)

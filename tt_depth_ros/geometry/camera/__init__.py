@@ -1,0 +1,1 @@
+"""Pinhole camera model from CameraInfo and rectification of distorted lenses."""

@@ -1,0 +1,1 @@
+"""Depth after the network: metres, resampling, clouds, previews, compressed depth, ground scale."""

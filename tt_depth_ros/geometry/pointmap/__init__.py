@@ -1,0 +1,1 @@
+"""DUSt3R pointmaps: metric scale, the fused pair cloud, focal length from a pointmap."""

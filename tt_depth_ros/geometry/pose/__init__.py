@@ -1,0 +1,1 @@
+"""Poses: SE(3) helpers, PnP from pointmaps and ray maps, keyframe chaining."""

@@ -1,0 +1,1 @@
+"""Network input geometry of DA3 and DUSt3R: sizes, resizes, the intrinsics they imply, checks."""

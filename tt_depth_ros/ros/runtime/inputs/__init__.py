@@ -1,0 +1,1 @@
+"""Inputs: image subscriptions and admission, CameraInfo by stamp, rectification, side inputs."""
