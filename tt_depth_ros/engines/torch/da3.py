@@ -10,14 +10,17 @@ Outputs of `infer(image)` (uint8 (H, W, 3) at network resolution), float32:
   'conf', 'sky' (H, W) metric branch sky score, 'intrinsics', 'extrinsics' (metres),
   'scale_factor' ().
 
-With a reduced-precision dtype only the backbones are cast; heads, camera decoder and the NESTED
-alignment stay fp32, as upstream runs them (docs/da3.md §8). By default the network runs with its
+`dtype` names a precision preset (engines/torch/presets.py: 'float32' exact, 'bfloat16' /
+'float16' backbone casts with heads, camera decoder and the NESTED alignment fp32 as upstream
+runs them (docs/da3.md §8), the CPU presets 'bf16-matmul', 'cpu-fast', 'int8', and 'auto'); the
+resolved name is `info.dtype` and is logged. By default the network runs with its
 inference fusion switch on (`DA3Model.set_fused`: the same mathematics with LayerScale/residual
 folds and a channels_last head). Which kind a name is, its views and licence come from
 engines/registry.py; non-commercial checkpoints need the licence opt-in (engines/licence.py).
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping, Optional, Union
 
 import torch
@@ -25,7 +28,8 @@ from torch import nn
 
 from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.licence import require_license
-from tt_depth_ros.engines.torch.engine import TorchEngine, parse_dtype
+from tt_depth_ros.engines.torch.engine import TorchEngine
+from tt_depth_ros.engines.torch.presets import describe, resolve_preset
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights
 from tt_depth_ros.models.da3.checkpoint import load_state_dict
 from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS, CONFIGS
@@ -33,6 +37,7 @@ from tt_depth_ros.models.da3.model import DA3Model
 from tt_depth_ros.models.da3.nested import NestedDA3, load_nested_state_dict
 
 Net = Union[DA3Model, NestedDA3]
+_log = logging.getLogger(__name__)
 
 
 def _run_single(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -131,14 +136,21 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     if num_views != 1 and not spec.multi_view:
         raise ValueError(f'{model!r} is a single-view model; num_views={num_views} needs an '
                          'any-view or NESTED model')
-    tdtype = parse_dtype(dtype, device)
+    preset = resolve_preset(dtype, device)
+    if not fast and not preset.exact and preset.backbone_dtype == torch.float32:
+        raise ValueError(f'dtype={preset.name!r} runs on the fused path; fast=False is for '
+                         "'float32' / 'bfloat16' / 'float16'")
     net = build_model(model, weights=weights, revision=revision, config=config,
                       state_dict=state_dict, accept_license=accept_license)
-    net.set_fused(fast).cast_backbone(tdtype)  # heads stay fp32 (as upstream runs them)
+    head = torch.bfloat16 if preset.head_bf16 and spec.kind in ('metric', 'mono', 'nested') \
+        else torch.float32
+    net.set_fused(fast, preset.matmul, head)
+    net.cast_backbone(preset.backbone_dtype)   # heads stay fp32 (as upstream runs them)
+    (logger or _log).info(f'{model}: {describe(preset, dtype, device)}')
     name = net.cfg.name if isinstance(net, DA3Model) else model
     run = (_run_single if not spec.multi_view else _run_anyview if num_views == 1 else
            _run_scene if num_views == registry.ANY_VIEWS else _run_views)
     return TorchEngine(net, run, model_name=name, num_views=int(num_views), device=device,
-                       dtype=str(tdtype).replace('torch.', ''), patch_size=14,
+                       dtype=preset.name, patch_size=14,
                        cuda_graphs=cuda_graphs, logger=logger,
                        details={**spec.details(), 'fast': fast})

@@ -4,23 +4,28 @@
 from geometry/preprocess/dust3r_preprocess.py) and returns float32 maps at network resolution, all
 in camera 1's frame (OpenCV optical axes, arbitrary scale): 'pts3d_1', 'pts3d_2' (H, W, 3) and
 'conf_1', 'conf_2' (H, W) (>= 1). Normalisation to [-1, 1] ((x/255 - 0.5) / 0.5) is done by the
-engine. With a reduced-precision dtype only encoder and decoders are cast; the DPT heads and the
-output activations stay fp32, as upstream runs them (docs/dust3r.md §3.7).
+engine. `dtype` names a precision preset (engines/torch/presets.py): with 'bfloat16' / 'float16'
+encoder and decoders are cast, the DPT heads and the output activations stay fp32, as upstream
+runs them (docs/dust3r.md §3.7); 'bf16-matmul' / 'cpu-fast' (the same for DUSt3R) and 'int8' set
+the block matmul precision only; 'auto' resolves per device. `info.dtype` is the resolved name.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping, Optional
 
 import torch
 from torch import nn
 
 from tt_depth_ros.engines import registry
-from tt_depth_ros.engines.torch.engine import TorchEngine, parse_dtype
+from tt_depth_ros.engines.torch.engine import TorchEngine
+from tt_depth_ros.engines.torch.presets import describe, resolve_preset
 from tt_depth_ros.engines.weights import resolve_weights
 from tt_depth_ros.models.dust3r.checkpoint import load_into, read_checkpoint
 from tt_depth_ros.models.dust3r.config import CONFIGS, Dust3rConfig
 from tt_depth_ros.models.dust3r.model import Dust3r
 
+_log = logging.getLogger(__name__)
 NORM_MEAN = (0.5, 0.5, 0.5)   # (x/255 - 0.5) / 0.5 -> [-1, 1] (spec §5 step 4)
 NORM_STD = (0.5, 0.5, 0.5)
 
@@ -69,15 +74,17 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
                        cuda_graphs: Optional[bool] = None,
                        logger: Optional[Any] = None) -> TorchEngine:
     """DUSt3R on torch (outputs in the module docstring); args as `factory.build_engine`."""
-    tdtype = parse_dtype(dtype, device)
+    preset = resolve_preset(dtype, device)
     net = build_model(model, weights=weights, revision=revision, config=config,
                       state_dict=state_dict)
-    if tdtype != torch.float32:
+    if preset.backbone_dtype != torch.float32:
         for name, child in net.named_children():
             if not name.startswith('downstream_head'):
-                child.to(tdtype)
+                child.to(preset.backbone_dtype)
+    net.set_precision(preset.matmul)
+    (logger or _log).info(f'{model}: {describe(preset, dtype, device)}')
     return TorchEngine(net, _run, model_name=net.cfg.name, num_views=2, device=device,
-                       dtype=str(tdtype).replace('torch.', ''), patch_size=net.cfg.patch_size,
+                       dtype=preset.name, patch_size=net.cfg.patch_size,
                        cuda_graphs=cuda_graphs, logger=logger,
                        details={**registry.model(model).details(), 'scale_free': True},
                        mean=NORM_MEAN, std=NORM_STD)

@@ -81,10 +81,10 @@ class DinoViT(nn.Module):
         self._pos_cache: Optional[dict] = None
         self._consts: Optional[dict] = None   # export mode: size-only tensors (module docstring)
 
-    def set_fused(self, on: bool) -> 'DinoViT':
-        """Folded block arithmetic and a pos-embed cache (inference only) on or off."""
+    def set_fused(self, on: bool, precision: str = 'float32') -> 'DinoViT':
+        """Folded blocks at a matmul precision (layers/block.py) and a pos-embed cache, on/off."""
         for blk in self.blocks:
-            blk.set_fused(on)
+            blk.set_fused(on, precision)
         self._pos_cache = {} if on else None
         return self
 

@@ -77,19 +77,29 @@ class DA3Head(nn.Module):
         return self
 
     @torch.no_grad()
-    def set_fused(self, on: bool) -> 'DA3Head':
-        """channels_last and the merged depth/sky output convs (inference only) on or off."""
+    def set_fused(self, on: bool, dtype: torch.dtype = torch.float32) -> 'DA3Head':
+        """channels_last and the merged depth/sky output convs (inference only) on or off.
+
+        `dtype` bf16 (with `on`) casts the head to bf16 (one way) except the final 1x1 logit
+        convs, which read the bf16 hidden map in fp32 (the logits feed exp()).
+        """
+        if dtype != torch.float32 and not on:
+            raise ValueError(f'DA3Head: dtype={dtype} needs the fused path (on=True)')
         for name in ('_oa_w', '_oa_b', '_ob_w', '_ob_b'):
             self._buffers.pop(name, None)
             self._non_persistent_buffers_set.discard(name)
         self.fused = bool(on)
         self.to(memory_format=torch.channels_last if on else torch.contiguous_format)
+        if dtype != torch.float32:
+            self.to(dtype)
         if on:
             d, s = self.scratch.output_conv2, self.scratch.sky_output_conv2
             for name, t in (('_oa_w', torch.cat([d[0].weight, s[0].weight])),
                             ('_oa_b', torch.cat([d[0].bias, s[0].bias])),
                             ('_ob_w', torch.cat([d[2].weight, s[2].weight])),
                             ('_ob_b', torch.cat([d[2].bias, s[2].bias]))):
+                if name.startswith('_ob'):
+                    t = t.float()    # logit conv in fp32
                 self.register_buffer(name, t.contiguous(memory_format=torch.channels_last)
                                      if t.ndim == 4 else t, persistent=False)
         return self
@@ -109,7 +119,7 @@ class DA3Head(nn.Module):
         out = F.interpolate(out, size=(h, w), mode='bilinear', align_corners=True)
         if self.fused:
             hid = F.relu(F.conv2d(out, self._oa_w, self._oa_b, padding=1))
-            logits = F.conv2d(hid, self._ob_w, self._ob_b, groups=2)
+            logits = F.conv2d(hid.to(self._ob_w.dtype), self._ob_w, self._ob_b, groups=2)
             depth_logit, sky_logit = logits[:, 0], logits[:, 1]
         else:
             depth_logit = s.output_conv2(out)[:, 0]

@@ -44,6 +44,7 @@ class DA3Model(nn.Module):
         else:
             self.head = DA3Head(cfg)
         self.fused = False
+        self.precision = 'float32'
         self.export = False
 
     def set_export(self, on: bool = True) -> 'DA3Model':
@@ -53,11 +54,27 @@ class DA3Model(nn.Module):
         self.export = bool(on)
         return self
 
-    def set_fused(self, on: bool = True) -> 'DA3Model':
-        """Inference-only fused arithmetic on or off (module docstring); returns self."""
-        self.backbone.pretrained.set_fused(on)
-        self.head.set_fused(on)
+    def set_fused(self, on: bool = True, precision: str = 'float32',
+                  head_dtype: torch.dtype = torch.float32) -> 'DA3Model':
+        """Inference-only fused arithmetic on or off (module docstring); returns self.
+
+        Args:
+            on: The switch.
+            precision: Matmul precision of the backbone blocks ('float32' exact, 'bfloat16',
+                'int8'; layers/block.py); reversible.
+            head_dtype: bf16 runs the metric DPT head in bf16 except its final 1x1 logit convs
+                (engines/torch/presets.py 'cpu-fast'); a one-way cast like `cast_backbone`.
+        """
+        self.backbone.pretrained.set_fused(on, precision)
+        if head_dtype != torch.float32:
+            if not isinstance(self.head, DA3Head):
+                raise ValueError(f'{self.cfg.name}: only the metric/mono DPT head runs in '
+                                 f'{head_dtype}; the DualDPT head stays float32')
+            self.head.set_fused(on, dtype=head_dtype)
+        else:
+            self.head.set_fused(on)
         self.fused = bool(on)
+        self.precision = precision
         return self
 
     def cast_backbone(self, dtype: torch.dtype) -> 'DA3Model':
@@ -105,6 +122,8 @@ class DA3Model(nn.Module):
         feats, cam_token, ref = self.backbone(x.to(self.backbone_dtype))
         head_dtype = self.head.projects[0].weight.dtype
         out = self.head([f.to(head_dtype) for f in feats], h, w, patch_size=self.cfg.patch_size)
+        if head_dtype != torch.float32:
+            out = {k: v.float() for k, v in out.items()}
         if self.cfg.anyview:
             pose = self.cam_dec(cam_token)
             out.update(pose_enc=pose, extrinsics=pose_to_extrinsics(pose),

@@ -36,10 +36,14 @@ class NestedDA3(nn.Module):
         self.da3 = DA3Model(anyview)
         self.da3_metric = DA3Model(metric)
 
-    def set_fused(self, on: bool = True) -> 'NestedDA3':
-        """Inference fusion switch of both branches."""
-        self.da3.set_fused(on)
-        self.da3_metric.set_fused(on)
+    def set_fused(self, on: bool = True, precision: str = 'float32',
+                  head_dtype: torch.dtype = torch.float32) -> 'NestedDA3':
+        """Inference fusion switch of both branches (DA3Model.set_fused).
+
+        `head_dtype` applies to the metric branch's head; the any-view DualDPT head stays fp32.
+        """
+        self.da3.set_fused(on, precision)
+        self.da3_metric.set_fused(on, precision, head_dtype)
         return self
 
     def cast_backbone(self, dtype: torch.dtype) -> 'NestedDA3':

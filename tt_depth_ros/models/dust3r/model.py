@@ -70,6 +70,20 @@ class Dust3r(nn.Module):
         self.dec_norm = nn.LayerNorm(cfg.dec_embed_dim, eps=cfg.norm_eps)
         self.downstream_head1 = Dust3rHead(cfg)
         self.downstream_head2 = Dust3rHead(cfg)
+        self.precision = 'float32'
+
+    def set_precision(self, precision: str) -> 'Dust3r':
+        """Matmul precision of the encoder and decoder blocks for inference; reversible.
+
+        'float32' exact, 'bfloat16' or 'int8' (layers/linear_kernels.py). Residual streams,
+        norms, `decoder_embed` and the DPT heads stay as they are.
+        """
+        for blk in self.enc_blocks:
+            blk.set_fused(precision != 'float32', precision)
+        for blk in (*self.dec_blocks, *self.dec_blocks2):
+            blk.set_precision(precision)
+        self.precision = precision
+        return self
 
     def positions(self, h: int, w: int, device) -> torch.Tensor:
         """Cached (1, h*w, 2) patch positions; one tensor per grid so RoPE tables are reused."""

@@ -8,13 +8,19 @@ LayerNorm over head_dim (shared by all heads) after the head split and before Ro
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 RopeFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _norm_in(norm: nn.LayerNorm, t: torch.Tensor) -> torch.Tensor:
+    """LayerNorm in the norm's own dtype (bf16 matmul inputs meet fp32 QK-norm weights)."""
+    w = norm.weight.dtype
+    return norm(t) if t.dtype == w else norm(t.to(w)).to(t.dtype)
 
 
 class Attention(nn.Module):
@@ -44,15 +50,21 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
 
     def attend(self, x: torch.Tensor, rope: Optional[RopeFn] = None,
-               pos: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Attention of x (B, N, C) before the output projection: (B, N, C)."""
+               pos: Optional[torch.Tensor] = None,
+               kernels: Optional[Mapping[str, Callable]] = None) -> torch.Tensor:
+        """Attention of x (B, N, C) before the output projection: (B, N, C).
+
+        `kernels['qkv']`, if given, replaces the qkv projection (a prepared reduced-precision
+        linear, layers/linear_kernels.py); the attention then runs in its output dtype.
+        """
         b, n, c = x.shape
+        qkv_fn = self.qkv if kernels is None else kernels['qkv']
         # (B, N, 3C) -> (B, N, 3, heads, hd) -> (3, B, heads, N, hd)
-        qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        qkv = qkv_fn(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
         if hasattr(self, 'q_norm'):
-            q = self.q_norm(q)
-            k = self.k_norm(k)
+            q = _norm_in(self.q_norm, q)
+            k = _norm_in(self.k_norm, k)
         if rope is not None:
             q = rope(q, pos)
             k = rope(k, pos)

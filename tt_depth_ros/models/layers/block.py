@@ -10,6 +10,12 @@ with a `fused_attn` flag), with the same mathematics:
 
 The folded weights are non-persistent buffers: `state_dict()` stays the checkpoint layout, and they
 follow `.to(dtype)` casts. Rounding differs from the unfused path at the 1e-7 relative level.
+
+`set_fused(True, precision=...)` also picks the precision of the four matmuls
+(layers/linear_kernels.py): 'float32' (the exact path above), 'bfloat16' or 'int8'. With a reduced
+precision only the matmuls (and the attention between them, in bf16) change: the residual stream,
+LayerNorms and LayerScale stay fp32 (LayerScale folded into the prepared weights), because a bf16
+residual stream loses the accuracy gate (engines/torch/presets.py).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from torch import nn
 
 from tt_depth_ros.models.layers.attention import Attention, RopeFn
 from tt_depth_ros.models.layers.layer_scale import LayerScale
+from tt_depth_ros.models.layers.linear_kernels import MATMUL_PRECISIONS, LinearKernel
 from tt_depth_ros.models.layers.mlp import Mlp, SwiGLU
 
 FFNS = ('mlp', 'swiglu')
@@ -55,14 +62,27 @@ class Block(nn.Module):
         self.mlp = Mlp(dim, hidden) if ffn == 'mlp' else SwiGLU(dim, hidden)
         self.ls2 = LayerScale(dim) if layer_scale else nn.Identity()
         self.fused = False
+        self.precision = 'float32'
+        self._kernels: Optional[dict[str, LinearKernel]] = None
 
     @torch.no_grad()
-    def set_fused(self, on: bool) -> 'Block':
-        """Switch the inference-only folded arithmetic on (from the current weights) or off."""
+    def set_fused(self, on: bool, precision: str = 'float32') -> 'Block':
+        """Switch the inference-only folded arithmetic on (from the current weights) or off.
+
+        Args:
+            on: Folded arithmetic on or off.
+            precision: Matmul precision with `on` (module docstring); 'float32' when off.
+        """
+        if precision not in MATMUL_PRECISIONS:
+            raise ValueError(f'Block: precision={precision!r}; allowed: {MATMUL_PRECISIONS}')
+        if precision != 'float32' and not on:
+            raise ValueError(f'Block: precision={precision!r} needs the fused path (on=True)')
         for name in _FOLDED:
             self._buffers.pop(name, None)
             self._non_persistent_buffers_set.discard(name)
         self.fused = bool(on)
+        self.precision = precision
+        self._kernels = None
         if not on:
             return self
 
@@ -74,7 +94,29 @@ class Block(nn.Module):
             g = gamma(ls, lin.weight)
             self.register_buffer(prefix + '_wf', lin.weight * g[:, None], persistent=False)
             self.register_buffer(prefix + '_bf', lin.bias * g, persistent=False)
+        if precision != 'float32':
+            first, fc = self.mlp.first
+            qkv = self.attn.qkv
+            self._kernels = {
+                'qkv': LinearKernel(qkv.weight, qkv.bias, precision),
+                'proj': LinearKernel(self._proj_wf, self._proj_bf, precision),
+                first: LinearKernel(fc.weight, fc.bias, precision),
+                'out': LinearKernel(self._out_wf, self._out_bf, precision)}
+            for name in _FOLDED:   # the kernels hold their own copies
+                self._buffers.pop(name, None)
+                self._non_persistent_buffers_set.discard(name)
         return self
+
+    def _forward_kernels(self, x: torch.Tensor, rope: Optional[RopeFn],
+                         pos: Optional[torch.Tensor]) -> torch.Tensor:
+        # reduced-precision matmuls around an fp32 residual stream (module docstring)
+        k = self._kernels
+        b, n, c = x.shape
+        cd = k['qkv'].compute_dtype
+        a = self.attn.attend(self.norm1(x).to(cd), rope, pos, kernels=k).reshape(b * n, c)
+        y = k['proj'](a).float().add_(x.reshape(b * n, c))
+        h = self.mlp.hidden(self.norm2(y).to(cd), kernels=k)
+        return y.add_(k['out'](h)).view(b, n, c)
 
     def _forward_fused(self, x: torch.Tensor, rope: Optional[RopeFn],
                        pos: Optional[torch.Tensor]) -> torch.Tensor:
@@ -88,6 +130,8 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, rope: Optional[RopeFn] = None,
                 pos: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Run one block on x (B, N, C) (not modified); rope/pos are passed to the attention."""
+        if self._kernels is not None:
+            return self._forward_kernels(x, rope, pos)
         if self.fused:
             return self._forward_fused(x, rope, pos)
         x = x + self.ls1(self.attn(self.norm1(x), rope=rope, pos=pos))

@@ -8,7 +8,7 @@ k by the other view's positions; softmax(q k^T * head_dim**-0.5) v with no mask.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +41,8 @@ class CrossAttention(nn.Module):
         return t.reshape(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # B heads N hd
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, rope: Callable | None = None,
-                xpos: torch.Tensor | None = None, ypos: torch.Tensor | None = None) -> torch.Tensor:
+                xpos: torch.Tensor | None = None, ypos: torch.Tensor | None = None,
+                kernels: Mapping[str, Callable] | None = None) -> torch.Tensor:
         """Attend from x (B, Nx, C) to y (B, Ny, C).
 
         Args:
@@ -50,15 +51,20 @@ class CrossAttention(nn.Module):
             rope: optional `rope(t, pos)` applied to q with `xpos` and to k with `ypos`.
             xpos: (B, Nx, 2) positions of x, required with rope.
             ypos: (B, Ny, 2) positions of y, required with rope.
+            kernels: prepared reduced-precision replacements of projq/projk/projv/proj by
+                name (layers/linear_kernels.py); None = the modules.
 
         Returns:
             (B, Nx, C) projected attention output.
         """
-        q, k, v = self._heads(self.projq(x)), self._heads(self.projk(y)), self._heads(self.projv(y))
+        kn = kernels if kernels is not None else {'projq': self.projq, 'projk': self.projk,
+                                                  'projv': self.projv, 'proj': self.proj}
+        q = self._heads(kn['projq'](x))
+        k, v = self._heads(kn['projk'](y)), self._heads(kn['projv'](y))
         if rope is not None:
             if xpos is None or ypos is None:
                 raise ValueError('CrossAttention: rope given without xpos/ypos')
             q, k = rope(q, xpos), rope(k, ypos)
         out = F.scaled_dot_product_attention(q, k, v, scale=self.scale)   # B heads Nx hd
         b, _, n, _ = out.shape
-        return self.proj(out.transpose(1, 2).reshape(b, n, -1))
+        return kn['proj'](out.transpose(1, 2).reshape(b, n, -1))

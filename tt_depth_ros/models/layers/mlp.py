@@ -5,6 +5,8 @@ a block can fold its LayerScale into `out` for inference (layers/block.py).
 """
 from __future__ import annotations
 
+from typing import Callable, Mapping, Optional
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -30,9 +32,15 @@ class Mlp(nn.Module):
         """The output projection."""
         return self.fc2
 
-    def hidden(self, x: torch.Tensor) -> torch.Tensor:
-        """GELU(fc1(x))."""
-        return self.act(self.fc1(x))
+    @property
+    def first(self) -> tuple[str, nn.Linear]:
+        """Name and module of the input projection."""
+        return 'fc1', self.fc1
+
+    def hidden(self, x: torch.Tensor,
+               kernels: Optional[Mapping[str, Callable]] = None) -> torch.Tensor:
+        """GELU(fc1(x)); `kernels['fc1']` replaces fc1 if given (layers/linear_kernels.py)."""
+        return self.act((self.fc1 if kernels is None else kernels['fc1'])(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Apply fc1, GELU, fc2."""
@@ -57,9 +65,15 @@ class SwiGLU(nn.Module):
         """The output projection."""
         return self.w3
 
-    def hidden(self, x: torch.Tensor) -> torch.Tensor:
-        """silu(z1) * z2."""
-        z1, z2 = self.w12(x).chunk(2, dim=-1)
+    @property
+    def first(self) -> tuple[str, nn.Linear]:
+        """Name and module of the input projection."""
+        return 'w12', self.w12
+
+    def hidden(self, x: torch.Tensor,
+               kernels: Optional[Mapping[str, Callable]] = None) -> torch.Tensor:
+        """silu(z1) * z2; `kernels['w12']` replaces w12 if given (layers/linear_kernels.py)."""
+        z1, z2 = (self.w12 if kernels is None else kernels['w12'])(x).chunk(2, dim=-1)
         return F.silu(z1) * z2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
