@@ -96,7 +96,7 @@ def test_float16_on_cpu_rejected():
         build_engine('da3metric-tiny', backend='torch-cpu', dtype='float16',
                      state_dict=tiny_state_dict())
     with pytest.raises(ValueError, match='dtype'):
-        build_engine('da3metric-tiny', backend='torch-cpu', dtype='int8',
+        build_engine('da3metric-tiny', backend='torch-cpu', dtype='int4',
                      state_dict=tiny_state_dict())
 
 

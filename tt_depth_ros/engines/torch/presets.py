@@ -106,7 +106,8 @@ def resolve_preset(dtype: Any, device: str, *, native_bf16: Optional[bool] = Non
         raise ValueError(f'dtype={dtype!r}; allowed: {(AUTO, *PRESETS)}')
     if kind not in preset.devices:
         offered = [p.name for p in PRESETS.values() if kind in p.devices]
-        raise ValueError(f"dtype={name!r} is not offered on {device}; there: {offered} or "
+        only = 'torch-cuda' if preset.devices == ('cuda',) else 'torch-cpu'
+        raise ValueError(f"dtype={name!r} is for {only} only; on {device}: {offered} or "
                          f"'{AUTO}'")
     return preset
 

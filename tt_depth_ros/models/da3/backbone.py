@@ -15,7 +15,8 @@ Any-view configs add, per block i (views S are the batch axis of one scene):
   normed), token 0 dropped; the raw 2C token 0 of the last tap is the camera token.
 
 Module names equal the checkpoint's `backbone.pretrained.*` keys. `set_fused(True)` switches every
-block to its folded inference arithmetic (layers/block.py) and caches resampled pos-embeds.
+block to its folded inference arithmetic (layers/block.py) and caches resampled pos-embeds and the
+RoPE positions (so RoPE2D's cos/sin tables are built once per size, not per forward).
 `set_export(True)` (the export-friendly forward, engines/export/): every tensor that depends only
 on the input size - the resampled pos-embed, the RoPE positions and their cos/sin tables - is
 computed once per size and reused, so a traced graph (torch.onnx) holds it as a constant instead
@@ -112,14 +113,16 @@ class DinoViT(nn.Module):
     def _positions(self, s: int, h0: int, w0: int, device) -> tuple[torch.Tensor, torch.Tensor]:
         """RoPE positions: local (S, N, 2) = (row+1, col+1); global (1, S*N, 2) = (1, 1)."""
         key = ('rope_pos', s, h0, w0, str(device))
-        if self._consts is not None and key in self._consts:
-            return self._consts[key]   # the same tensors: RoPE2D reuses their tables
+        for cache in (self._consts, self._pos_cache):
+            if cache is not None and key in cache:
+                return cache[key]   # the same tensors: RoPE2D reuses their tables
         zero = torch.zeros(1, 2, dtype=torch.long, device=device)
         local = torch.cat([zero, grid_positions(h0, w0, device=device)[0] + 1])   # (N, 2)
         glob = torch.cat([zero, torch.ones(h0 * w0, 2, dtype=torch.long, device=device)])
         pos = local[None].expand(s, -1, -1), glob.repeat(s, 1)[None]
-        if self._consts is not None:
-            self._consts[key] = pos
+        for cache in (self._consts, self._pos_cache):
+            if cache is not None:
+                cache[key] = pos
         return pos
 
     def forward(self, x: torch.Tensor) -> tuple[list[torch.Tensor], Optional[torch.Tensor], int]:

@@ -99,6 +99,7 @@ class DualDPTHead(nn.Module):
                                                                  cfg.out_channels)
         self.scratch = DualScratch(cfg)
         self._uv_consts: dict | None = None
+        self._uv_cache: dict | None = None     # fused mode: the same embeddings per size
 
     def set_export(self, on: bool) -> 'DualDPTHead':
         """Export-friendly forward (module docstring) on or off."""
@@ -108,16 +109,19 @@ class DualDPTHead(nn.Module):
     def _uv(self, c: int, h: int, w: int, aspect: float, device) -> torch.Tensor:
         c, h, w = int(c), int(h), int(w)   # python ints, also under a tracer (export)
         key = (c, h, w, aspect, str(device))
-        if self._uv_consts is not None and key in self._uv_consts:
-            return self._uv_consts[key]
+        for cache in (self._uv_consts, self._uv_cache):
+            if cache is not None and key in cache:
+                return cache[key]
         uv = uv_pos_embed(c, h, w, aspect, device)
-        if self._uv_consts is not None:
-            self._uv_consts[key] = uv
+        for cache in (self._uv_consts, self._uv_cache):
+            if cache is not None:
+                cache[key] = uv
         return uv
 
     def set_fused(self, on: bool) -> 'DualDPTHead':
-        """channels_last convolutions (inference only) on or off."""
+        """channels_last convolutions and a per-size UV embedding cache (inference) on or off."""
         self.to(memory_format=torch.channels_last if on else torch.contiguous_format)
+        self._uv_cache = {} if on else None
         return self
 
     def forward(self, feats: list[torch.Tensor], h: int, w: int,

@@ -53,7 +53,11 @@ class RoPE2D:
             ang = self.f0 * p[..., None] * inv_freq                 # (B, N, d_axis/2) fp32
             tabs.append(torch.cat((ang, ang), dim=-1))              # (B, N, d_axis)
         ang = torch.cat(tabs, dim=-1)[:, None]                      # (B, 1, N, head_dim)
-        cos, sin = ang.cos(), ang.sin()
+        # the rotate-half sign [-1 | +1 | -1 | +1] per quarter folded into sin: (-v) s = v (-s)
+        # exactly, so `__call__` needs a quarter swap only (no negation pass)
+        sign = torch.ones(head_dim, dtype=torch.float32, device=pos.device)
+        sign.view(2, 2, -1)[:, 0] = -1.0
+        cos, sin = ang.cos(), ang.sin() * sign
         self._cache[key] = (pos, head_dim, cos, sin)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -76,11 +80,10 @@ class RoPE2D:
             raise ValueError(f'RoPE2D: pos must be (B, N={t.shape[-2]}, 2), got {tuple(pos.shape)}')
         cos, sin = self._tables(pos, head_dim)
         cos, sin = cos.to(t.dtype), sin.to(t.dtype)
-        q = head_dim // 4
-        # rotate-half within each axis half: [u, v] -> [-v, u]
-        u_y, v_y, u_x, v_x = t.split(q, dim=-1)
-        rot = torch.cat((-v_y, u_y, -v_x, u_x), dim=-1)
-        return t * cos + rot * sin
+        # rotate-half within each axis half: [u, v] -> [-v, u]; the sign lives in `sin`, so
+        # the quarters [u_Y | v_Y | u_X | v_X] are only swapped to [v_Y | u_Y | v_X | u_X]
+        rot = t.unflatten(-1, (2, 2, head_dim // 4)).flip(-2).flatten(-3)
+        return torch.addcmul(t * cos, rot, sin)
 
 
 def grid_positions(h: int, w: int, batch: int = 1, device=None) -> torch.Tensor:
