@@ -49,7 +49,9 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         backend: 'auto', 'ttnn', 'torch-cuda', 'torch-cpu' or 'onnxruntime' (engines/select.py;
             onnxruntime: `weights` is an exported .onnx file).
         device_id: Accelerator index.
-        dtype: None (float32), 'float32', 'bfloat16' or 'float16' (CUDA only).
+        dtype: torch backends: a precision preset of engines/torch/presets.py (None = 'float32',
+            'bfloat16', 'float16' (CUDA), 'bf16-matmul', 'cpu-fast', 'int8' (CPU), 'auto');
+            ttnn: its own dtype names, and 'auto' = its default; onnxruntime: ignored.
         revision: Hub revision for weight resolution.
         config: Model config override (tests).
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
@@ -101,6 +103,7 @@ def _build(spec: registry.ModelSpec, chosen: str, *, weights, device_id, dtype, 
     """The family builder for `spec` on the chosen backend (arguments as build_engine)."""
     model = spec.name
     if chosen == 'ttnn':
+        dtype = None if dtype == 'auto' else dtype
         try:
             ttnn_engines = importlib.import_module('tt_depth_ros.engines.ttnn')
         except ImportError as e:

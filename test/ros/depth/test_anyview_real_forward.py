@@ -55,8 +55,11 @@ def test_tiny_anyview_depth_and_pair_nodes(tmp_path):
     from tt_depth_ros.engines.factory import build_engine
 
     weights = write_safetensors(anyview_state_dict(), tmp_path / 'da3_anyview_tiny.safetensors')
+    # float32: the outputs are compared with an fp32 engine's (the default 'auto' may pick a
+    # reduced-precision preset on a CPU with native bf16)
     common = {'model': MODEL, 'weights_path': str(weights), 'backend': 'torch-cpu',
-              'input_reliability': 'reliable', 'camera_info_mode': 'default_focal'}
+              'torch_dtype': 'float32', 'input_reliability': 'reliable',
+              'camera_info_mode': 'default_focal'}
     depth_params = dict(common, process_res=RES, output_resolution='network')
     pair_params = dict(common, mode='stereo', network_size=RES, conf_threshold=1.0,
                        publish_unscaled_depth=True, output_resolution='network')

@@ -137,7 +137,7 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
         raise ValueError(f'{model!r} is a single-view model; num_views={num_views} needs an '
                          'any-view or NESTED model')
     preset = resolve_preset(dtype, device)
-    if not fast and not preset.exact and preset.backbone_dtype == torch.float32:
+    if not fast and preset.matmul != 'float32':
         raise ValueError(f'dtype={preset.name!r} runs on the fused path; fast=False is for '
                          "'float32' / 'bfloat16' / 'float16'")
     net = build_model(model, weights=weights, revision=revision, config=config,
@@ -145,7 +145,7 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     head = torch.bfloat16 if preset.head_bf16 and spec.kind in ('metric', 'mono', 'nested') \
         else torch.float32
     net.set_fused(fast, preset.matmul, head)
-    net.cast_backbone(preset.backbone_dtype)   # heads stay fp32 (as upstream runs them)
+    net.cast_backbone(getattr(torch, preset.backbone_dtype))   # heads stay fp32 (as upstream)
     (logger or _log).info(f'{model}: {describe(preset, dtype, device)}')
     name = net.cfg.name if isinstance(net, DA3Model) else model
     run = (_run_single if not spec.multi_view else _run_anyview if num_views == 1 else

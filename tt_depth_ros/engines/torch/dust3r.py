@@ -77,10 +77,10 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     preset = resolve_preset(dtype, device)
     net = build_model(model, weights=weights, revision=revision, config=config,
                       state_dict=state_dict)
-    if preset.backbone_dtype != torch.float32:
+    if preset.backbone_dtype != 'float32':
         for name, child in net.named_children():
             if not name.startswith('downstream_head'):
-                child.to(preset.backbone_dtype)
+                child.to(getattr(torch, preset.backbone_dtype))
     net.set_precision(preset.matmul)
     (logger or _log).info(f'{model}: {describe(preset, dtype, device)}')
     return TorchEngine(net, _run, model_name=net.cfg.name, num_views=2, device=device,

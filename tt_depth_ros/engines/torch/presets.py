@@ -22,14 +22,15 @@ A preset is an inference-time switch on the one model module (models/: `DA3Model
 diagnostics say which preset runs. 'int8' is never chosen by 'auto': its accuracy is reported by
 benchmarks/bench_cpu_presets.py and gated in the tests, and it is below the 0.999 PCC bar on the
 golden cases (README).
+
+Importing this module does not import torch (the ROS layer reads `CHOICES` for the nodes'
+`torch_dtype` parameter); dtypes are named, builders map them with `getattr(torch, name)`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
-
-import torch
 
 AUTO = 'auto'
 
@@ -39,7 +40,7 @@ class Preset:
     """One precision preset (module docstring)."""
 
     name: str
-    backbone_dtype: torch.dtype = torch.float32   # whole-backbone cast ('bfloat16', 'float16')
+    backbone_dtype: str = 'float32'               # whole-backbone cast ('bfloat16', 'float16')
     matmul: str = 'float32'                       # block matmuls: float32 | bfloat16 | int8
     head_bf16: bool = False                       # DA3 metric DPT head in bf16
     devices: tuple[str, ...] = ('cpu', 'cuda')
@@ -52,13 +53,15 @@ class Preset:
 
 PRESETS = {p.name: p for p in (
     Preset('float32'),
-    Preset('bfloat16', backbone_dtype=torch.bfloat16),
-    Preset('float16', backbone_dtype=torch.float16, devices=('cuda',)),
+    Preset('bfloat16', backbone_dtype='bfloat16'),
+    Preset('float16', backbone_dtype='float16', devices=('cuda',)),
     Preset('bf16-matmul', matmul='bfloat16', devices=('cpu',)),
     Preset('cpu-fast', matmul='bfloat16', head_bf16=True, devices=('cpu',)),
     Preset('int8', matmul='int8', devices=('cpu',)),
 )}
 """Every preset by name; `dtype=` also accepts 'auto' and a torch.dtype of the first three."""
+CHOICES = (AUTO, *PRESETS)
+"""What `dtype=` / the nodes' `torch_dtype` parameter may name."""
 CPU_FLAGS_FILE = Path('/proc/cpuinfo')
 
 
@@ -95,7 +98,7 @@ def resolve_preset(dtype: Any, device: str, *, native_bf16: Optional[bool] = Non
     kind = 'cuda' if str(device).startswith('cuda') else 'cpu'
     if dtype is None:
         return PRESETS['float32']
-    name = str(dtype).replace('torch.', '') if isinstance(dtype, torch.dtype) else str(dtype)
+    name = str(dtype).replace('torch.', '')    # a torch.dtype prints as 'torch.bfloat16'
     if name == AUTO:
         if kind == 'cpu':
             fast = cpu_has_native_bf16() if native_bf16 is None else native_bf16
@@ -103,7 +106,7 @@ def resolve_preset(dtype: Any, device: str, *, native_bf16: Optional[bool] = Non
         return PRESETS['float32']
     preset = PRESETS.get(name)
     if preset is None:
-        raise ValueError(f'dtype={dtype!r}; allowed: {(AUTO, *PRESETS)}')
+        raise ValueError(f'dtype={dtype!r}; allowed: {CHOICES}')
     if kind not in preset.devices:
         offered = [p.name for p in PRESETS.values() if kind in p.devices]
         only = 'torch-cuda' if preset.devices == ('cuda',) else 'torch-cpu'

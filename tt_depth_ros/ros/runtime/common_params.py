@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tt_depth_ros.engines.torch.presets import CHOICES as TORCH_DTYPES
 from tt_depth_ros.ros.runtime.diagnostics import DROP_WINDOW_S
 from tt_depth_ros.ros.runtime.inputs.camera_info_sync import CAMERA_INFO_SYNC_PARAMS
 from tt_depth_ros.ros.runtime.inputs.rectify_input import RECTIFY_PARAMS
@@ -21,6 +22,11 @@ COMMON_PARAMS = (
               choices=('auto', 'ttnn', 'torch-cuda', 'torch-cpu', 'onnxruntime')),
     ParamSpec('device_id', 0, 'Accelerator index (one process holds one device).',
               int_range=(0, 63)),
+    ParamSpec('torch_dtype', 'auto', 'torch-cpu / torch-cuda precision preset '
+              '(engines/torch/presets.py; README "CPU presets"): auto = cpu-fast on CPUs with '
+              'native bf16 (AVX-512 BF16 / AMX), else float32; float32 is exact. The preset '
+              "that runs is logged and in diagnostics ('precision'). ttnn and onnxruntime run "
+              "their own precision: leave auto there.", choices=TORCH_DTYPES),
     ParamSpec('engine_plugin', '', "Tests/integration only: 'module:callable' returning an Engine "
               'instead of build_engine; never chosen automatically; set at process start only.',
               read_only=True),

@@ -42,7 +42,8 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
     """The engine a node's parameters `p` ask for; `cancel` stops the build at its next step.
 
     Args:
-        p: the node's parameter values (model, weights_path, backend, device_id, revision,
+        p: the node's parameter values (model, weights_path, backend, device_id, torch_dtype,
+            revision,
             engine_plugin, engine_plugin_args; the depth node's onnx_provider).
         logger: the node's logger (build steps are logged).
         cancel: the node's token, cancelled at process shutdown.
@@ -54,6 +55,7 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
     from tt_depth_ros.engines.factory import build_engine  # heavy (torch): only when used
     return build_engine(p['model'], weights=p['weights_path'] or None, backend=p['backend'],
                         device_id=p['device_id'], revision=p['revision'] or None, logger=logger,
+                        dtype=p.get('torch_dtype', 'auto'),
                         num_views=num_views, cancel=cancel,
                         onnx_provider=p.get('onnx_provider') or None)
 

@@ -336,7 +336,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Publish one DiagnosticArray with this node's status."""
         info = self.engine.info if self.engine is not None else None
         extra = {'backend': info.backend if info else '', 'device': info.device if info else '',
-                 'model': info.model if info else self.params['model']}
+                 'model': info.model if info else self.params['model'],
+                 'precision': info.dtype if info else ''}
         extra.update(self.camera_views.diagnostics())
         extra.update(self.diagnostics_extra())
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
