@@ -66,7 +66,14 @@ def _upstream_worker(weights: str, threads: int) -> None:
         state['depth'] = out['depth'][0, 0].float().numpy()
 
     fns['bf16'] = bf16
-    _serve(fns, state, 'upstream')
+
+    def keep(cmd, fn):   # each command's last output under its own name
+        def run():
+            fn()
+            state[cmd] = state['depth']
+        return run
+
+    _serve({c: keep(c, f) for c, f in fns.items()}, state, 'upstream')
 
 
 def _net_and_input(run):
@@ -100,17 +107,23 @@ def _state_dict(model: str):
     return {'model.' + k: rule_v1_tensor('model.' + k, s, x1=True) for k, s in shapes.items()}
 
 
-def _ours_worker(models: list[str], presets: list[str], threads: int) -> None:
+def _ours_worker(models: list[str], presets: list[str], threads: int,
+                 emulated_bf16: list[str]) -> None:
     import numpy as np
     import torch
 
     from tt_depth_ros.engines.factory import build_engine
+    from tt_depth_ros.engines.torch.presets import PRESETS as ALL
+    from tt_depth_ros.engines.torch.presets import cpu_has_native_bf16
     torch.set_num_threads(threads)
+    native = cpu_has_native_bf16()
     fns, state, info = {}, {}, {}
     for model in models:
         sd = _state_dict(model)
         imgs = [np.ascontiguousarray(_rgb(r)) for r in IMAGES[model]]
         for preset in presets:
+            if ALL[preset].matmul == 'bfloat16' and not native and model not in emulated_bf16:
+                continue
             t0 = time.perf_counter()
             eng = build_engine(model, backend='torch-cpu', dtype=preset, state_dict=sd)
             built = time.perf_counter() - t0
@@ -141,7 +154,7 @@ def _serve(fns: dict, state: dict, side: str) -> None:
             break
         if cmd == 'save':
             key, _, path = arg.partition(' ')
-            np.save(path, np.asarray(state[key if side == 'ours' else 'depth'], np.float32))
+            np.save(path, np.asarray(state[key], np.float32))
             print(json.dumps({'saved': path}), flush=True)
             continue
         w0, c0 = time.perf_counter(), time.process_time()
@@ -185,6 +198,8 @@ def main() -> int:
     ap.add_argument('--slow-rounds', type=int, default=1,
                     help='rounds for emulated-bf16 rows (CPU without native bf16)')
     ap.add_argument('--models', default=','.join(MODELS))
+    ap.add_argument('--emulated-bf16-models', default='da3-small',
+                    help='CPU without native bf16: the only models whose bf16 presets are built')
     ap.add_argument('--presets', default=','.join(PRESETS))
     ap.add_argument('--venv', type=Path, default=ROOT / '.venv-bench-da3')
     ap.add_argument('--weights', type=Path, default=Path.home() / '.cache' / 'tt_depth_ros'
@@ -197,7 +212,7 @@ def main() -> int:
         _upstream_worker(str(a.weights), a.threads)
         return 0
     if a.worker == 'ours':
-        _ours_worker(models, presets, a.threads)
+        _ours_worker(models, presets, a.threads, a.emulated_bf16_models.split(','))
         return 0
 
     import numpy as np
@@ -219,12 +234,17 @@ def main() -> int:
                                                           a.presets], a.threads)
         print(f'our engines built and first-called in {time.perf_counter() - t0:.0f} s',
               flush=True)
-        rows = [('ours', f'{m}/{p}') for m in models for p in presets]
+        info = workers['ours'].info['info']
+        rows = [('ours', f'{m}/{p}') for m in models for p in presets if f'{m}/{p}' in info]
+        skipped = [f'{m}/{p}' for m in models for p in presets if f'{m}/{p}' not in info]
+        if skipped:
+            print(f'not built (emulated bf16 on this CPU, --emulated-bf16-models): {skipped}')
         if up_py:
             workers['upstream'] = Worker(up_py, 'upstream', ['--weights', str(a.weights)],
                                          a.threads)
-            for cmd in ('run', 'bf16'):   # first calls
-                workers['upstream'].ask(cmd)
+            workers['upstream'].ask('run')   # first call (bf16 autocast: see --slow-rounds)
+            if native:
+                workers['upstream'].ask('bf16')
             rows = [('upstream', 'run'), ('upstream', 'bf16')] + rows
 
         def slow(row) -> bool:
@@ -244,11 +264,8 @@ def main() -> int:
         outs = {}
         for r in rows:
             path = tmp / f'bench_presets_{r[1].replace("/", "_")}.npy'
-            if r[0] == 'upstream':   # upstream keeps only its last output: run this row again
-                workers[r[0]].ask(r[1])
-            workers[r[0]].ask(f'save {r[1]} {path}' if r[0] == 'ours' else f'save x {path}')
+            workers[r[0]].ask(f'save {r[1]} {path}')
             outs[r] = np.load(path)
-        info = workers['ours'].info['info']
         print('\n| model | preset | s/frame best | median | CPU s best | FPS | x own fp32 '
               '| x upstream fp32 | x upstream bf16 | PCC vs fp32 | med / p99 rel err | '
               'first call s |')
