@@ -17,6 +17,7 @@ from support.da3_fixtures import (
     assert_anyview_close,
     grid4,
 )
+from support.precision_gates import check
 from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.backbone import select_reference_view
 from tt_depth_ros.models.da3.checkpoint import (
@@ -191,6 +192,22 @@ def test_small_1v_parity(small):
     with torch.inference_mode():
         out = small(_inputs('small_1v_280x504', g))
     _check_case(out, g, grid=True)
+
+
+@pytest.mark.parametrize('precision', ['bfloat16', 'int8'])
+def test_small_reduced_precision_gate(small, precision):
+    """Presets 'bf16-matmul' / 'cpu-fast' (any-view: the same) and 'int8' on the golden 1-view case.
+
+    One extra forward of the module's model per preset; its depth against upstream's fp32 depth
+    (support.precision_gates). The switch is reversible: off again, the model is exact.
+    """
+    g = anyview_golden('small_1v_280x504.npz')
+    with torch.inference_mode():
+        out = small.set_fused(True, precision)(_inputs('small_1v_280x504', g))
+    small.set_fused(False)
+    assert all(b._kernels is None for b in small.backbone.pretrained.blocks)
+    check('da3-small 1v 280x504', 'int8' if precision == 'int8' else 'bf16-matmul',
+          g['depth'], grid4(out['depth'].numpy(), g))
 
 
 def test_small_3v_network_selects_reference_view_1(small):

@@ -3,6 +3,7 @@
 Weights are rule-v1 (test/support/da3_fixtures.py); inputs are rebuilt from the fixture PNGs with
 our own normalisation and must equal the stored `input` first.
 """
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -19,6 +20,7 @@ from support.da3_fixtures import (
     tiny_state_dict,
     write_safetensors,
 )
+from support.precision_gates import check
 from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.checkpoint import load_state_dict
@@ -114,7 +116,18 @@ def test_large_rule_v1_safetensors_parity(tmp_path):
     rgb = load_png_rgb('large_280x504.png')
     np.testing.assert_allclose(normalize(rgb)[None], g['input'], rtol=0, atol=1e-6)
     out = engine.infer(rgb)
-    engine.close()
     assert_close_golden(out['depth'], g['depth'][0], 'depth')
     assert_close_golden(out['sky'], g['sky'][0], 'sky', scale_ref=g['sky_logit'])
+    # precision presets on the same model (engines/torch/presets.py), the golden image at half
+    # size: the fp32 output there is the reference, one extra forward per preset; 'cpu-fast'
+    # (bf16 head, a one-way cast) last
+    x = torch.from_numpy(normalize(cv2.resize(rgb, (252, 140), interpolation=cv2.INTER_AREA))[None])
+    net = engine.model
+    with torch.inference_mode():
+        ref = net(x)['depth'][0].numpy()
+        for preset, precision, head in (('int8', 'int8', torch.float32),
+                                        ('cpu-fast', 'bfloat16', torch.bfloat16)):
+            got = net.set_fused(True, precision, head)(x)['depth'][0].numpy()
+            check('da3metric-large 140x252', preset, ref, got)
+    engine.close()
 

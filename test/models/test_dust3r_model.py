@@ -1,6 +1,7 @@
 """DUSt3R torch model vs the upstream golden fixtures (test/data/dust3r/README.md §3, §5 gates)."""
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -13,6 +14,7 @@ from support.dust3r_data import (
     pair_u8,
     tiny_state_dict,
 )
+from support.precision_gates import check
 from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.factory import build_engine
 from tt_depth_ros.models.dust3r.checkpoint import load_into
@@ -107,6 +109,16 @@ def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
     model = eng.model   # the engine's own loaded network; called directly to also get raw
     ref = fixture('full_384x512_grid4')
     assert_gates(_run(model, ref, '384x512'), ref)
+    # precision presets on the same model (engines/torch/presets.py; DUSt3R: block matmuls
+    # only), the pair at half size: fp32 there is the reference, one extra forward per preset
+    x1, x2 = (torch.from_numpy(normalise(cv2.resize(u, (256, 192), interpolation=cv2.INTER_AREA)))
+              for u in pair_u8('384x512'))
+    with torch.inference_mode():
+        want = model(x1, x2)['pts3d_2'].numpy()
+        for preset, precision in (('int8', 'int8'), ('bf16-matmul', 'bfloat16')):
+            got = model.set_precision(precision)(x1, x2)['pts3d_2'].numpy()
+            check('dust3r 192x256', preset, want, got)
+    eng.close()
 
 
 def test_flop_count_matches_spec_table():
