@@ -433,7 +433,8 @@ class DepthPredictor(EngineOwner):
             backend: 'auto', 'ttnn', 'torch-cuda', 'torch-cpu' or 'onnxruntime' (`weights`: a
                 file from `tt-depth export`).
             device_id: Accelerator index.
-            dtype: None/'float32' (default), 'bfloat16', 'float16' (CUDA).
+            dtype: None/'float32' (default) or a torch precision preset ('bfloat16', 'float16'
+                (CUDA), 'bf16-matmul', 'cpu-fast', 'int8' (CPU), 'auto'; engines/torch/presets.py).
             state_dict: Checkpoint tensors (upstream key names) instead of a file.
             logger: Anything with `.info`/`.warning`.
             accept_license: Opt-in for CC-BY-NC-4.0 models (else TT_DEPTH_ACCEPT_NC_LICENSE).

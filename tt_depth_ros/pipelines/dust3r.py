@@ -222,7 +222,8 @@ class Dust3rPredictor(EngineOwner):
             revision: hub revision.
             backend: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu'.
             device_id: accelerator index.
-            dtype: None/'float32' (default), 'bfloat16', 'float16' (CUDA).
+            dtype: None/'float32' (default) or a torch precision preset ('bfloat16', 'float16'
+                (CUDA), 'bf16-matmul', 'cpu-fast', 'int8' (CPU), 'auto'; engines/torch/presets.py).
             state_dict: checkpoint tensors (upstream key names) instead of a file.
             logger: anything with `.info`/`.warning`.
             **options: Dust3rPredictor options (mode, size, pad_value, conf_threshold, ...).

@@ -243,7 +243,7 @@ class MultiViewPredictor(EngineOwner):
             revision: Hub revision.
             backend: 'auto', 'torch-cpu' or 'torch-cuda' (these models have no ttnn engine).
             device_id: CUDA device index.
-            dtype: None / 'float32' or 'bfloat16' (backbone only).
+            dtype: None / 'float32' or a torch precision preset (engines/torch/presets.py).
             state_dict: Checkpoint tensors (upstream key names) instead of a file.
             accept_license: Opt-in for CC-BY-NC-4.0 models (else TT_DEPTH_ACCEPT_NC_LICENSE).
             process_res: Long-side target of the upstream resize.

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from tt_depth_ros.engines.select import REQUESTS
+from tt_depth_ros.engines.torch.presets import CHOICES as TORCH_DTYPES
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...], default: str,
@@ -15,4 +16,5 @@ def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...
     parser.add_argument('--offline', action='store_true', help='never download (HF_HUB_OFFLINE)')
     parser.add_argument('--backend', default='auto', choices=REQUESTS)
     parser.add_argument('--device-id', type=int, default=0)
-    parser.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), help=dtype_help)
+    parser.add_argument('--dtype', choices=TORCH_DTYPES,
+                        help=dtype_help + '; torch precision presets: README "CPU presets"')
