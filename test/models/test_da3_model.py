@@ -20,7 +20,7 @@ from support.da3_fixtures import (
     tiny_state_dict,
     write_safetensors,
 )
-from support.precision_gates import check
+from support.precision_gates import check, full_size_presets
 from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.checkpoint import load_state_dict
@@ -125,8 +125,8 @@ def test_large_rule_v1_safetensors_parity(tmp_path):
     net = engine.model
     with torch.inference_mode():
         ref = net(x)['depth'][0].numpy()
-        for preset, precision, head in (('int8', 'int8', torch.float32),
-                                        ('cpu-fast', 'bfloat16', torch.bfloat16)):
+        for preset, precision, head in full_size_presets((
+                ('int8', 'int8', torch.float32), ('cpu-fast', 'bfloat16', torch.bfloat16))):
             got = net.set_fused(True, precision, head)(x)['depth'][0].numpy()
             check('da3metric-large 140x252', preset, ref, got)
     engine.close()

@@ -14,7 +14,7 @@ from support.dust3r_data import (
     pair_u8,
     tiny_state_dict,
 )
-from support.precision_gates import check
+from support.precision_gates import check, full_size_presets
 from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.factory import build_engine
 from tt_depth_ros.models.dust3r.checkpoint import load_into
@@ -115,7 +115,8 @@ def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
               for u in pair_u8('384x512'))
     with torch.inference_mode():
         want = model(x1, x2)['pts3d_2'].numpy()
-        for preset, precision in (('int8', 'int8'), ('bf16-matmul', 'bfloat16')):
+        for preset, precision in full_size_presets((('int8', 'int8'),
+                                                    ('bf16-matmul', 'bfloat16'))):
             got = model.set_precision(precision)(x1, x2)['pts3d_2'].numpy()
             check('dust3r 192x256', preset, want, got)
     eng.close()

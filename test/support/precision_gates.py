@@ -8,9 +8,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from tt_depth_ros.engines.torch.presets import cpu_has_native_bf16
+
 BF16_PCC = 0.9995
 INT8_DEFAULT_PCC = 0.999
 INT8_FLOOR = 0.99
+
+
+def full_size_presets(presets: tuple) -> tuple:
+    """The (name, ...) preset entries a full-size gate runs on this CPU.
+
+    bf16 presets only where the CPU has native bf16 (where 'auto' picks them): emulated, one
+    full-size bf16 forward costs ~30-60 s (~15x fp32 GEMM time, README "CPU presets"). DA3-SMALL
+    and the tiny tests gate the bf16 arithmetic on every CPU.
+    """
+    native = cpu_has_native_bf16()
+    run = tuple(p for p in presets if native or p[0] == 'int8')
+    if len(run) < len(presets):
+        print('[precision gate] bf16 presets not run at full size: no native bf16 on this CPU')
+    return run
 
 
 def pcc(ref: np.ndarray, got: np.ndarray) -> float:
