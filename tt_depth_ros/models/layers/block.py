@@ -76,6 +76,11 @@ class Block(nn.Module):
             self.register_buffer(prefix + '_bf', lin.bias * g, persistent=False)
         return self
 
+    def set_export(self, on: bool) -> 'Block':
+        """The attention's export-friendly forward (layers/attention.py) on or off."""
+        self.attn.set_export(on)
+        return self
+
     def _forward_fused(self, x: torch.Tensor, rope: Optional[RopeFn],
                        pos: Optional[torch.Tensor]) -> torch.Tensor:
         b, n, c = x.shape
