@@ -61,7 +61,7 @@ class Attention(nn.Module):
             ws = self.qkv.weight.chunk(3, dim=0)
             bs = self.qkv.bias.chunk(3) if self.qkv.bias is not None else (None,) * 3
             for name, t in zip(names, ws + bs):
-                self.register_buffer(name, None if t is None else t.contiguous(),
+                self.register_buffer(name, None if t is None else t.detach().contiguous(),
                                      persistent=False)
         return self
 

@@ -35,7 +35,7 @@ def as_conv1x1(m: nn.ConvTranspose2d) -> tuple[torch.Tensor, torch.Tensor]:
 
 def stride_upsample(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                     s: int) -> torch.Tensor:
-    """x (B, Cin, H, W) -> (B, Cout, H*s, W*s), as the ConvTranspose2d `as_conv1x1` came from."""
+    """Upsample x (B, Cin, H, W) to (B, Cout, H*s, W*s) as the ConvTranspose2d of `as_conv1x1`."""
     b, _, h, w = x.shape
     z = F.conv2d(x, weight, bias)                     # (B, Cout*s*s, H, W), channels (o, i, j)
     cout = z.shape[1] // (s * s)
