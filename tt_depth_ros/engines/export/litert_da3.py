@@ -62,12 +62,12 @@ RUNTIME = 'ai-edge-litert Interpreter, CPU, XNNPACK delegate (applied by default
 class _NHWCInput(nn.Module):
     """(1, H, W, 3) float32 -> the NCHW graph: the file's input is a mobile bitmap's layout."""
 
-    def __init__(self, graph: nn.Module) -> None:
+    def __init__(self, inner: nn.Module) -> None:
         super().__init__()
-        self.graph = graph
+        self.inner = inner   # not `graph`: torch.fx's GraphModule owns that attribute name
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return self.graph(x.permute(0, 3, 1, 2))
+        return self.inner(x.permute(0, 3, 1, 2))
 
 
 def require_converters() -> None:

@@ -34,6 +34,7 @@ class GpuCheck(NamedTuple):
     tensor_types: list[str]
     bad_types: list[str]
     resize_align_corners: int
+    float16_weights: str
     analyzer_verdict: str
     passed: bool
 
@@ -66,8 +67,14 @@ def gpu_delegate_check(path: str | Path) -> GpuCheck:
     type_names = _names(schema.TensorType)
     ops: dict[str, int] = {}
     over, types, align = [], set(), 0
-    rank = 0
+    rank = weighted = half = 0
     for g in model.subgraphs:
+        dequantized = {}   # tensor -> source tensor type of the DEQUANTIZE that makes it
+        for op in g.operators:
+            code = model.operatorCodes[op.opcodeIndex]
+            dequantize = schema.BuiltinOperator.DEQUANTIZE
+            if max(code.builtinCode, code.deprecatedBuiltinCode) == dequantize:
+                dequantized[int(op.outputs[0])] = g.tensors[int(op.inputs[0])].type
         for op in g.operators:
             code = model.operatorCodes[op.opcodeIndex]
             name = op_names.get(max(code.builtinCode, code.deprecatedBuiltinCode),
@@ -75,6 +82,9 @@ def gpu_delegate_check(path: str | Path) -> GpuCheck:
             ops[name] = ops.get(name, 0) + 1
             if name == 'RESIZE_BILINEAR' and getattr(op.builtinOptions, 'alignCorners', False):
                 align += 1
+            if name in ('CONV_2D', 'FULLY_CONNECTED', 'DEPTHWISE_CONV_2D'):
+                weighted += 1
+                half += dequantized.get(int(op.inputs[1])) == schema.TensorType.FLOAT16
         for t in g.tensors:
             shape = [] if t.shape is None else list(t.shape)
             rank = max(rank, len(shape))
@@ -87,4 +97,5 @@ def gpu_delegate_check(path: str | Path) -> GpuCheck:
     verdict = _analyzer_verdict(path)
     passed = not rejected and not over and not bad_types and ANALYZER_OK in verdict
     return GpuCheck(dict(sorted(ops.items())), rank, over, rejected, sorted(types), bad_types,
-                    align, verdict, passed)
+                    align, f'{half} of {weighted} CONV_2D / FULLY_CONNECTED weights', verdict,
+                    passed)
