@@ -4,13 +4,16 @@ Written by the exporter as `<file stem>.json` beside the model file (`model.onnx
 `model.json`) and read by the onnxruntime engine, which takes model, kind, size and the
 preprocessing from it instead of guessing them from the graph. Keys (version 1):
 
-* `format` ('onnx'), `model`, `family`, `kind`, `is_metric`, `dtype` ('fp32' | 'fp16').
-* `input`: name, shape [1, 3, H, W], dtype float32, layout; `size_hw` [H, W].
+* `format` ('onnx' | 'litert'), `model`, `family`, `kind`, `is_metric`, `dtype` ('fp32' | 'fp16').
+* `input`: name, shape ([1, 3, H, W] NCHW for ONNX, [1, H, W, 3] NHWC for LiteRT), dtype float32,
+  layout; `size_hw` [H, W].
 * `preprocessing`: resize rule, scale 1/255, ImageNet mean/std, the formula.
 * `outputs`: [{name, shape, units, meaning}]; `metric_scale`: the focal/300 rule (metric models).
 * `weights`: file name and SHA-256; `file_sha256` of the exported file itself.
-* `exporter`: opset, exporter kind, resize mode, operator inventory (op type -> count);
-  `versions`: torch, onnx, onnxruntime, package.
+* `exporter`: exporter kind, resize mode, operator inventory (op type -> count); ONNX: opset;
+  LiteRT: weights dtype, conversion time, size in MB. `versions`: torch, the converter and runtime
+  packages, this package.
+* `gpu_delegate_check` (LiteRT): the static mobile-GPU check (engines/export/tflite_ops.py).
 * `parity`: figures measured at export against the torch-cpu fp32 engine on the same input.
 """
 from __future__ import annotations
