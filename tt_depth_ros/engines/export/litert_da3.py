@@ -173,12 +173,12 @@ def export_da3_litert(model: str, size: tuple[int, int], out: str | Path, *,
     log(f'converting {model} {h}x{w} with litert-torch (minutes for the larger models)')
     import litert_torch
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with torch.no_grad():
         graph(x)                          # fills the per-size constants (set_export)
         converted = litert_torch.convert(graph, (x,))
     fp32_bytes = bytes(converted.model_content())
-    convert_s = time.perf_counter() - t0
+    convert_s, convert_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     files = {dtype: out}
     if also_fp16 is not None:
         files['fp16'] = Path(also_fp16)
@@ -187,7 +187,8 @@ def export_da3_litert(model: str, size: tuple[int, int], out: str | Path, *,
         t1 = time.perf_counter()
         path.write_bytes(_to_fp16(fp32_bytes) if kind == 'fp16' else fp32_bytes)
         results[kind] = _check_and_describe(path, kind, spec, h, w, image, names, ref,
-                                            weights_info, convert_s + time.perf_counter() - t1)
+                                            weights_info, convert_s + time.perf_counter() - t1,
+                                            convert_cpu_s)
         log(f'wrote {path} ({path.stat().st_size / 1e6:.1f} MB) and its sidecar; parity: '
             f'{results[kind]["parity"]}')
     return results[dtype]
@@ -195,7 +196,7 @@ def export_da3_litert(model: str, size: tuple[int, int], out: str | Path, *,
 
 def _check_and_describe(path: Path, dtype: str, spec, h: int, w: int, image: np.ndarray,
                         names: list[str], ref: Mapping[str, np.ndarray], weights_info: dict,
-                        convert_s: float) -> dict:
+                        convert_s: float, convert_cpu_s: float) -> dict:
     """Static check, interpreter parity and the sidecar of one written file."""
     from tt_depth_ros.engines.export.tflite_ops import gpu_delegate_check
 
@@ -209,6 +210,7 @@ def _check_and_describe(path: Path, dtype: str, spec, h: int, w: int, image: np.
                                       'dequantized by the runtime)' if dtype == 'fp16'
                                       else 'float32',
                      'operators': check.operators, 'convert_s': round(convert_s, 1),
+                     'convert_cpu_s': round(convert_cpu_s, 1),
                      'size_mb': round(path.stat().st_size / 1e6, 2)},
         'gpu_delegate_check': check.as_dict(),
         'versions': _versions(),
