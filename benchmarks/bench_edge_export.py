@@ -103,8 +103,9 @@ def bench(name: str, size: tuple[int, int], a, out_dir: Path) -> list[tuple]:
         rgb = cv2.resize(rgb, (w, h), interpolation=cv2.INTER_AREA)
     state = {k: torch.from_numpy(v) for k, v in rule_state(name).items()}
     stem = out_dir / f'{name}_{h}x{w}'
-    onnx, tfl, fp16 = stem.with_suffix('.onnx'), stem.with_suffix('.tflite'), Path(
-        f'{stem}_fp16.tflite')
+    # distinct stems: a file's sidecar is <stem>.json (engines/export/sidecar.py)
+    onnx, tfl, fp16 = (Path(f'{stem}_onnx.onnx'), Path(f'{stem}_litert.tflite'),
+                       Path(f'{stem}_litert_fp16.tflite'))
     conv = {}
     if not a.no_onnx and not (a.reuse and onnx.is_file()):
         t0 = time.perf_counter()

@@ -6,8 +6,9 @@ content, the static mobile-GPU check (no GATHER_ND / TRANSPOSE_CONV / BROADCAST_
 the ai-edge-litert interpreter (XNNPACK) with the torch-cpu fp32 engine on the export input and on
 the golden image (depth PCC >= 0.9995 fp32; fp16 reported, >= 0.999), the fp16 file's float16
 weights and size. The checker itself is shown to fail on a file that holds what the delegate
-rejects. Bad input (size not a multiple of 14, NESTED, DUSt3R, a missing converter package) is a
-clear message, never a traceback. DA3-SMALL itself is converted by benchmarks/bench_edge_export.py.
+rejects. Bad input (size not a multiple of 14, NESTED, DUSt3R, a missing converter package, an
+--out whose sidecar name another format's file holds) is a clear message, never a traceback.
+DA3-SMALL itself is converted by benchmarks/bench_edge_export.py (too slow for the suite).
 """
 import json
 import sys
@@ -134,6 +135,10 @@ def test_bad_input_is_a_clear_message(capsys, tmp_path, monkeypatch):
     rc = tt_depth(['export', '--model', MODEL, '--size', '280x504', '--format', 'litert',
                    '--out', str(tmp_path / 'x.onnx')])
     assert rc == 1 and 'must end in .tflite' in capsys.readouterr().err
+    (tmp_path / 'm.onnx').write_bytes(b'')
+    (tmp_path / 'm.json').write_text(json.dumps({'format': 'onnx'}))
+    with pytest.raises(ValueError, match=r'm.json is the sidecar of .*m.onnx \(onnx\).*m_litert'):
+        export_da3_litert(MODEL, SIZE, tmp_path / 'm.tflite')
     monkeypatch.setitem(sys.modules, 'litert_torch', None)
     rc = tt_depth(['export', '--model', MODEL, '--size', '280x504', '--format', 'litert',
                    '--out', out])

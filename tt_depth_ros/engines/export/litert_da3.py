@@ -47,7 +47,7 @@ from tt_depth_ros.engines.export.graph import (
     reference_outputs,
     sidecar_common,
 )
-from tt_depth_ros.engines.export.sidecar import write_sidecar
+from tt_depth_ros.engines.export.sidecar import check_sidecar_free, write_sidecar
 from tt_depth_ros.engines.weights import sha256_file
 from tt_depth_ros.geometry.da3_preprocess import normalize
 
@@ -160,6 +160,8 @@ def export_da3_litert(model: str, size: tuple[int, int], out: str | Path, *,
     if also_fp16 is not None and (dtype != 'fp32' or Path(also_fp16).suffix != '.tflite'):
         raise ValueError('also_fp16 needs dtype fp32 and a .tflite path')
     h, w = check_size(size)
+    for path in [out] + ([Path(also_fp16)] if also_fp16 is not None else []):
+        check_sidecar_free(path, 'litert')
     require_converters()
     log = logger.info if logger is not None else (lambda _m: None)
     state, weights_info = load_weights(model, weights, revision, state_dict)

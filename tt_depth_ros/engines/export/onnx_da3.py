@@ -37,7 +37,7 @@ from tt_depth_ros.engines.export.graph import (
     reference_outputs,
     sidecar_common,
 )
-from tt_depth_ros.engines.export.sidecar import write_sidecar
+from tt_depth_ros.engines.export.sidecar import check_sidecar_free, write_sidecar
 from tt_depth_ros.engines.onnxruntime.engine import DEFAULT_PROVIDER, OnnxRuntimeEngine
 from tt_depth_ros.engines.weights import sha256_file
 from tt_depth_ros.geometry.da3_preprocess import normalize
@@ -115,6 +115,7 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
     if out.suffix != '.onnx':
         raise ValueError(f'--out {out}: the ONNX file name must end in .onnx')
     h, w = check_size(size)
+    check_sidecar_free(out, 'onnx')
     log = logger.info if logger is not None else (lambda _m: None)
     state, weights_info = load_weights(model, weights, revision, state_dict)
     image = export_input(h, w)

@@ -32,6 +32,30 @@ def sidecar_path(model_file: str | Path) -> Path:
     return Path(model_file).with_suffix('.json')
 
 
+FORMAT_SUFFIX = {'onnx': '.onnx', 'litert': '.tflite'}
+
+
+def check_sidecar_free(model_file: str | Path, fmt: str) -> None:
+    """ValueError when `<stem>.json` already describes another format's file beside it.
+
+    `model.onnx` and `model.tflite` would share `model.json`: the second export would overwrite
+    the first file's sidecar, so it is refused before any work, naming the file to pick instead.
+    """
+    path = sidecar_path(model_file)
+    if not path.is_file():
+        return
+    try:
+        other = json.loads(path.read_text()).get('format')
+    except (json.JSONDecodeError, AttributeError):
+        return
+    twin = Path(model_file).with_suffix(FORMAT_SUFFIX.get(other, '.none'))
+    if other != fmt and twin.is_file():
+        raise ValueError(f'{path} is the sidecar of {twin} ({other}); a {fmt} export to '
+                         f'{model_file} would overwrite it: give --out another name, e.g. '
+                         f'{Path(model_file).with_name(Path(model_file).stem + "_" + fmt)}'
+                         f'{Path(model_file).suffix}')
+
+
 def write_sidecar(model_file: str | Path, data: dict) -> Path:
     """Write `data` (plus the sidecar version) beside `model_file`; returns the path."""
     path = sidecar_path(model_file)
