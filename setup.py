@@ -19,7 +19,8 @@ setup(
     ],
     install_requires=['setuptools', 'tqdm'],   # tqdm: tt-depth-batch's progress bar
     # tt-depth-batch --ray; plain ray (no dashboard deps), the pin of requirements/ray.txt
-    extras_require={'ray': ['ray==2.60.0']},
+    extras_require={'ray': ['ray==2.60.0'],
+                    'litert': ['litert-torch==0.10.0', 'ai-edge-litert==2.3.0']},
     zip_safe=True,
     maintainer='tt_depth_ros developers',
     maintainer_email='dev@tt-depth-ros.invalid',

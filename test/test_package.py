@@ -43,6 +43,10 @@ PIP_ONLY = {
     'onnx': 'ONNX checker of `tt-depth export`; pip (no rosdep key)',
     'onnxruntime': 'the onnxruntime backend and the export parity run; pip (no rosdep key)',
     'ray': "optional extra of `tt-depth-batch --ray`; pip install 'tt_depth_ros[ray]'",
+    'litert_torch': "LiteRT converter of `tt-depth export --format litert`; pip install "
+                    "'tt_depth_ros[litert]' (requirements/litert.txt)",
+    'ai_edge_litert': 'LiteRT interpreter and flatbuffer schema of the LiteRT export check; pip '
+                      "install 'tt_depth_ros[litert]'",
 }
 #: Declared without a Python import: what the user runs the package with.
 DECLARED_FOR_TOOLS = {

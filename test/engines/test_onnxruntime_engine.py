@@ -126,12 +126,11 @@ def test_size_not_a_multiple_of_14_is_a_clear_error(capsys, tmp_path):
     assert rc == 1 and 'width 500 (nearest: 490 or 504)' in err and 'Traceback' not in err
 
 
-def test_litert_and_nested_are_refused_with_a_reason(capsys, tmp_path):
-    rc = tt_depth(['export', '--model', 'da3metric-tiny', '--size', '280x504', '--format',
-                   'litert', '--out', str(tmp_path / 'x.tflite')])
-    assert rc == 2 and 'not built yet' in capsys.readouterr().err
+def test_nested_and_dust3r_are_refused_with_a_reason(tmp_path):
     with pytest.raises(ValueError, match='NESTED'):
         export_da3_onnx('da3nested-giant-large-1.1', SIZE, tmp_path / 'n.onnx')
+    with pytest.raises(ValueError, match='not a DA3 model'):
+        export_da3_onnx('dust3r-tiny', SIZE, tmp_path / 'd.onnx')
 
 
 def test_missing_provider_names_it_and_the_available_ones(metric):

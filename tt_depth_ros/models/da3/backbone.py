@@ -20,7 +20,9 @@ RoPE positions (so RoPE2D's cos/sin tables are built once per size, not per forw
 `set_export(True)` (the export-friendly forward, engines/export/): every tensor that depends only
 on the input size - the resampled pos-embed, the RoPE positions and their cos/sin tables - is
 computed once per size and reused, so a traced graph (torch.onnx) holds it as a constant instead
-of bicubic-resize, arange and trig ops; the arithmetic is the same, so the outputs are identical.
+of bicubic-resize, arange and trig ops, and every attention splits its fused qkv into three
+linears with 4-D heads (layers/attention.py); the arithmetic is the same, so the outputs are
+identical.
 """
 from __future__ import annotations
 
@@ -93,6 +95,8 @@ class DinoViT(nn.Module):
     def set_export(self, on: bool) -> 'DinoViT':
         """Export-friendly forward (module docstring) on or off; call after loading weights."""
         self._consts = {} if on else None
+        for blk in self.blocks:
+            blk.set_export(on)   # q/k/v as three linears, 4-D heads (layers/attention.py)
         if self.rope is not None:
             self.rope.clear()
         return self

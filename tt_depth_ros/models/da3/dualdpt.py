@@ -10,7 +10,8 @@ weights are held (checkpoint layout) but not run. The aux LayerNorm(32) is ONE m
 4 aux output stacks (the checkpoint stores it once, as `output_conv2_aux.0.2`; checkpoint.py maps
 the tie). Module names equal the checkpoint's `head.*` keys. `set_export(True)` (export-friendly
 forward): the UV embeddings, which depend only on the map sizes, are computed once per size and
-reused, so a traced graph holds them as constants (no linspace / trig ops); values are identical.
+reused, so a traced graph holds them as constants (no linspace / trig ops), and the ConvTranspose2d
+upsamplers and the layout are those of head.py's export form; values are identical.
 """
 from __future__ import annotations
 
@@ -21,7 +22,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from tt_depth_ros.models.da3.config import DA3Config
-from tt_depth_ros.models.da3.head import out_conv2, projects_and_resizes, token_map
+from tt_depth_ros.models.da3.head import (
+    Upsamplers,
+    export_upsamplers,
+    head_layout,
+    out_conv2,
+    projects_and_resizes,
+    resize_level,
+    token_map,
+)
 from tt_depth_ros.models.layers.dpt_fusion import DPTFusion, FeatureFusionBlock
 
 AUX_LEVELS = 4
@@ -100,10 +109,16 @@ class DualDPTHead(nn.Module):
         self.scratch = DualScratch(cfg)
         self._uv_consts: dict | None = None
         self._uv_cache: dict | None = None     # fused mode: the same embeddings per size
+        self._up: Upsamplers | None = None
+        self.fused = False
+        self.export = False
 
     def set_export(self, on: bool) -> 'DualDPTHead':
-        """Export-friendly forward (module docstring) on or off."""
+        """Export-friendly forward (module docstring) on or off; call after loading weights."""
         self._uv_consts = {} if on else None
+        self._up = export_upsamplers(self.resize_layers) if on else None
+        self.export = bool(on)
+        head_layout(self, self.fused, self.export)
         return self
 
     def _uv(self, c: int, h: int, w: int, aspect: float, device) -> torch.Tensor:
@@ -120,8 +135,9 @@ class DualDPTHead(nn.Module):
 
     def set_fused(self, on: bool) -> 'DualDPTHead':
         """channels_last convolutions and a per-size UV embedding cache (inference) on or off."""
-        self.to(memory_format=torch.channels_last if on else torch.contiguous_format)
+        self.fused = bool(on)
         self._uv_cache = {} if on else None
+        head_layout(self, self.fused, self.export)
         return self
 
     def forward(self, feats: list[torch.Tensor], h: int, w: int,
@@ -133,7 +149,7 @@ class DualDPTHead(nn.Module):
         for i, f in enumerate(feats):
             x = self.projects[i](token_map(self.norm(f), h0, w0))
             x = x + self._uv(x.shape[1], h0, w0, ar, x.device)
-            levels.append(self.resize_layers[i](x))
+            levels.append(resize_level(self.resize_layers, i, x, self._up))
         s = self.scratch
         r = s.project(*levels)
         main = s.fuse_to_skip_size(r, (s.refinenet1, s.refinenet2, s.refinenet3, s.refinenet4))

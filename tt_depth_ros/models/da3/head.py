@@ -8,6 +8,12 @@ ConvT x2, identity, conv s2) -> the shared DPT fusion -> output_conv1 -> bilinea
 the two full-resolution branches (depth, sky) share one 3x3 conv with 2x the channels and a grouped
 1x1 conv (each output channel sees exactly the weights it had); folded weights are non-persistent
 buffers, so `state_dict()` keeps the checkpoint layout. Module names equal the `head.*` keys.
+
+`set_export(True)` (the export-friendly forward, engines/export/; both DA3 heads): the x4 / x2
+ConvTranspose2d (kernel == stride) run as a 1x1 conv and a 4-D pixel shuffle
+(layers/stride_upsample.py: no TRANSPOSE_CONV, nothing over 4-D), and the head stays in the
+contiguous layout even when fused (litert-torch 0.10 miscompiles the channels_last head: depth PCC
+0.42 on the tiny model). Same products, same outputs.
 """
 from __future__ import annotations
 
@@ -17,6 +23,9 @@ from torch import nn
 
 from tt_depth_ros.models.da3.config import DA3Config
 from tt_depth_ros.models.layers.dpt_fusion import DPTFusion
+from tt_depth_ros.models.layers.stride_upsample import as_conv1x1, is_patch_convt, stride_upsample
+
+Upsamplers = dict[int, tuple[torch.Tensor, torch.Tensor, int]]
 
 
 def out_conv2(cin: int, hidden: int, cout: int) -> nn.Sequential:
@@ -35,6 +44,25 @@ def projects_and_resizes(cin: int, oc: tuple[int, ...]) -> tuple[nn.ModuleList, 
         nn.Conv2d(oc[3], oc[3], kernel_size=3, stride=2, padding=1),
     ])
     return projects, resize
+
+
+def export_upsamplers(resize: nn.ModuleList) -> Upsamplers:
+    """Level -> (1x1 weight, bias, stride) of every kernel == stride ConvTranspose2d in `resize`."""
+    return {i: (*as_conv1x1(m), m.stride[0]) for i, m in enumerate(resize) if is_patch_convt(m)}
+
+
+def resize_level(resize: nn.ModuleList, i: int, x: torch.Tensor,
+                 upsamplers: Upsamplers | None) -> torch.Tensor:
+    """`resize[i](x)`, or its 1x1-conv + pixel-shuffle form when `upsamplers` holds level i."""
+    if upsamplers is not None and i in upsamplers:
+        return stride_upsample(x, *upsamplers[i])
+    return resize[i](x)
+
+
+def head_layout(head: nn.Module, fused: bool, export: bool) -> None:
+    """channels_last for the fused eager head, contiguous otherwise (export: module docstring)."""
+    head.to(memory_format=torch.channels_last if fused and not export
+            else torch.contiguous_format)
 
 
 def token_map(f: torch.Tensor, h0: int, w0: int) -> torch.Tensor:
@@ -71,9 +99,14 @@ class DA3Head(nn.Module):
         self.projects, self.resize_layers = projects_and_resizes(cfg.embed_dim, cfg.out_channels)
         self.scratch = DA3Scratch(cfg)
         self.fused = False
+        self.export = False
+        self._up: Upsamplers | None = None
 
     def set_export(self, on: bool) -> 'DA3Head':
-        """Export-friendly forward: nothing in this head depends on the size alone (no-op)."""
+        """Export-friendly forward (module docstring) on or off; call after loading weights."""
+        self.export = bool(on)
+        self._up = export_upsamplers(self.resize_layers) if on else None
+        head_layout(self, self.fused, self.export)
         return self
 
     @torch.no_grad()
@@ -89,7 +122,6 @@ class DA3Head(nn.Module):
             self._buffers.pop(name, None)
             self._non_persistent_buffers_set.discard(name)
         self.fused = bool(on)
-        self.to(memory_format=torch.channels_last if on else torch.contiguous_format)
         if dtype != torch.float32:
             self.to(dtype)
         if on:
@@ -100,8 +132,8 @@ class DA3Head(nn.Module):
                             ('_ob_b', torch.cat([d[2].bias, s[2].bias]))):
                 if name.startswith('_ob'):
                     t = t.float()    # logit conv in fp32
-                self.register_buffer(name, t.contiguous(memory_format=torch.channels_last)
-                                     if t.ndim == 4 else t, persistent=False)
+                self.register_buffer(name, t.contiguous(), persistent=False)
+        head_layout(self, self.fused, self.export)
         return self
 
     def forward(self, feats: list[torch.Tensor], h: int, w: int,
@@ -112,8 +144,8 @@ class DA3Head(nn.Module):
             {'depth': exp(logit), 'sky': relu(sky logit), 'sky_logit': sky logit}.
         """
         h0, w0 = h // patch_size, w // patch_size
-        levels = [self.resize_layers[i](self.projects[i](token_map(f, h0, w0)))
-                  for i, f in enumerate(feats)]
+        levels = [resize_level(self.resize_layers, i, self.projects[i](token_map(f, h0, w0)),
+                               self._up) for i, f in enumerate(feats)]
         s = self.scratch
         out = s.output_conv1(s(*levels))
         out = F.interpolate(out, size=(h, w), mode='bilinear', align_corners=True)

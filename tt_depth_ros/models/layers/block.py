@@ -118,6 +118,11 @@ class Block(nn.Module):
         h = self.mlp.hidden(self.norm2(y).to(cd), kernels=k)
         return y.add_(k['out'](h)).view(b, n, c)
 
+    def set_export(self, on: bool) -> 'Block':
+        """The attention's export-friendly forward (layers/attention.py) on or off."""
+        self.attn.set_export(on)
+        return self
+
     def _forward_fused(self, x: torch.Tensor, rope: Optional[RopeFn],
                        pos: Optional[torch.Tensor]) -> torch.Tensor:
         b, n, c = x.shape

@@ -2,11 +2,12 @@
 
     tt-depth export --model da3metric-large --size 280x504 --format onnx --out da3m_280x504.onnx
 
-`--format onnx` writes `<out>.onnx` and `<out stem>.json` (engines/export/sidecar.py) and prints
+`--format onnx` writes `<out>.onnx`, `--format litert` `<out>.tflite` (LiteRT: Android, embedded;
+engines/export/litert_da3.py), each with `<out stem>.json` (engines/export/sidecar.py), and prints
 the parity measured at export against the torch-cpu fp32 engine (exit 1 when the depth PCC is
-below the gate: the file is kept, the sidecar says so). `--camera WxH` picks the size the depth
-node and the API would use for that camera instead of `--size`. `--format litert` is not built yet
-(the issue "Portable export for edge runtimes"). Heavy imports (torch, onnx) happen inside `run`.
+below the gate or, for LiteRT, the static mobile-GPU check failed: the file is kept, the sidecar
+says so). `--camera WxH` picks the size the depth node and the API would use for that camera
+instead of `--size`. Heavy imports (torch, onnx, litert-torch) happen inside `run`.
 """
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ from tt_depth_ros.engines import registry
 
 FORMATS = ('onnx', 'litert')
 EXPORT_MODELS = registry.names(family='da3')
-LITERT_ISSUE = ('the issue "Portable export for edge runtimes: LiteRT (the mobile/embedded path) '
-                'and ONNX"')
+SUFFIX = {'onnx': '.onnx', 'litert': '.tflite'}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,13 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='with --camera: long-side target of the resize (default 504)')
     parser.add_argument('--format', default='onnx', choices=FORMATS)
     parser.add_argument('--dtype', default='fp32', choices=('fp32', 'fp16'),
-                        help='fp16: the backbone in half precision (heads fp32)')
+                        help='fp16: ONNX the backbone in half precision (heads fp32); LiteRT '
+                             'float16 weights')
     parser.add_argument('--weights', help='weights file (default: HF cache, else pinned download)')
     parser.add_argument('--revision', help='Hugging Face revision (default: the pinned one)')
-    parser.add_argument('--out', required=True, help='output file (.onnx); sidecar beside it')
-    parser.add_argument('--opset', type=int, default=18, help='ONNX opset (>= 17; default 18)')
+    parser.add_argument('--out', required=True,
+                        help='output file (.onnx / .tflite); sidecar beside it')
+    parser.add_argument('--opset', type=int, default=18,
+                        help='ONNX opset (>= 17; default 18; onnx only)')
     parser.add_argument('--exporter', default='torchscript', choices=('torchscript', 'dynamo'),
-                        help='torch.onnx exporter (default torchscript)')
+                        help='torch.onnx exporter (default torchscript; onnx only)')
     parser.add_argument('--accept-license', action='store_true',
                         help='opt in to CC-BY-NC-4.0 weights (non-commercial)')
 
@@ -59,25 +62,39 @@ def _size(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Export; 0 on success, 1 when the parity gate failed, 2 for a format not built."""
-    if args.format == 'litert':
-        print(f'tt-depth export: --format litert is not built yet (LiteRT conversion with '
-              f'litert-torch is planned in {LITERT_ISSUE}); use --format onnx', file=sys.stderr)
-        return 2
+    """Export; 0 on success, 1 when the parity gate (or the LiteRT GPU check) failed."""
     size = _size(args)
     import logging
 
-    from tt_depth_ros.engines.export.onnx_da3 import export_da3_onnx
+    if not str(args.out).endswith(SUFFIX[args.format]):
+        raise ValueError(f'--out {args.out}: a --format {args.format} file must end in '
+                         f'{SUFFIX[args.format]}')
+    log = logging.getLogger('tt-depth export')
+    common = dict(dtype=args.dtype, weights=args.weights, revision=args.revision,
+                  accept_license=args.accept_license or None, logger=log)
+    if args.format == 'litert':
+        from tt_depth_ros.engines.export.litert_da3 import export_da3_litert
 
-    data = export_da3_onnx(args.model, size, Path(args.out), dtype=args.dtype,
-                           weights=args.weights, revision=args.revision, opset=args.opset,
-                           exporter=args.exporter, accept_license=args.accept_license or None,
-                           logger=logging.getLogger('tt-depth export'))
+        data = export_da3_litert(args.model, size, Path(args.out), **common)
+    else:
+        from tt_depth_ros.engines.export.onnx_da3 import export_da3_onnx
+
+        data = export_da3_onnx(args.model, size, Path(args.out), opset=args.opset,
+                               exporter=args.exporter, **common)
     par = data['parity']
-    print(json.dumps({'out': str(args.out), 'size_hw': data['size_hw'], 'dtype': data['dtype'],
-                      'parity': par}, indent=2))
+    summary = {'out': str(args.out), 'format': args.format, 'size_hw': data['size_hw'],
+               'dtype': data['dtype'], 'parity': par}
+    if args.format == 'litert':
+        check = data['gpu_delegate_check']
+        summary.update(size_mb=data['exporter']['size_mb'],
+                       convert_s=data['exporter']['convert_s'],
+                       gpu_delegate_check={k: check[k] for k in (
+                           'passed', 'max_rank', 'rejected_ops', 'resize_align_corners',
+                           'analyzer_verdict')})
+    print(json.dumps(summary, indent=2))
     if not par.get('passed'):
-        print(f'tt-depth export: parity below the gate or not measured: {par}', file=sys.stderr)
+        print(f'tt-depth export: parity below the gate, not measured or the GPU check failed: '
+              f'{par}', file=sys.stderr)
         return 1
     return 0
 

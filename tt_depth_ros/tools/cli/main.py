@@ -1,7 +1,7 @@
 """`tt-depth` console command: `tt-depth predict [da3] IMG...`, `tt-depth predict dust3r IMG1 IMG2`.
 
-`tt-depth export --model M --size HxW --format onnx --out F.onnx` (tools/cli/export.py) writes a
-fixed-size file for an edge runtime with its JSON sidecar.
+`tt-depth export --model M --size HxW --format onnx|litert --out F.onnx|F.tflite`
+(tools/cli/export.py) writes a fixed-size file for an edge runtime with its JSON sidecar.
 
 Each `predict` model is a module with `add_arguments(parser)` and `run(args) -> int`:
 `tools/cli/predict_da3.py` and `tools/cli/predict_dust3r.py` (DUSt3R's owner). They are imported
@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         mod.add_arguments(p)
         p.set_defaults(func=mod.run)
     from tt_depth_ros.tools.cli import export
-    exp = sub.add_parser('export', help='a DA3 model as a fixed-size ONNX file (+ JSON sidecar)')
+    exp = sub.add_parser('export', help='a DA3 model as a fixed-size ONNX or LiteRT file '
+                                        '(+ JSON sidecar)')
     export.add_arguments(exp)
     exp.set_defaults(func=export.run)
     return parser

@@ -1,0 +1,182 @@
+"""What every DA3 export shares, once: graph, outputs, input, weights, sidecar part, parity.
+
+The traced graph, its outputs and units, the seeded export input, the weights and their hash, the
+sidecar's common part and the parity figures against the torch-cpu fp32 engine. onnx_da3.py and
+litert_da3.py differ only in the converter and the runtime that checks the file. Imports torch.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping, NamedTuple, Optional
+
+import numpy as np
+import torch
+from torch import nn
+
+from tt_depth_ros.engines import registry
+from tt_depth_ros.engines.export.sidecar import METRIC_SCALE
+from tt_depth_ros.engines.torch.da3 import build_model, build_torch_engine
+from tt_depth_ros.engines.weights import read_state_dict, resolve_weights, sha256_file
+from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
+
+DTYPES = ('fp32', 'fp16')
+EXPORT_KINDS = ('metric', 'mono', 'anyview')
+"""DA3 kinds the exports take (NESTED is refused: its metric alignment is not in the graph)."""
+EXPORT_SEED = 0
+
+
+def check_model(model: str, fmt: str) -> registry.ModelSpec:
+    """The registry entry of `model`; ValueError when the `fmt` export cannot take it."""
+    spec = registry.model(model)
+    takes = ', '.join(registry.names(family='da3', kinds=EXPORT_KINDS))
+    if spec.family != 'da3':
+        raise ValueError(f'{model!r} is not a DA3 model; the {fmt} export takes {takes} '
+                         '(DUSt3R pairs are not exported: use the torch or ttnn backends)')
+    if spec.kind not in EXPORT_KINDS:
+        raise ValueError(f'{model!r} ({spec.kind}) cannot be exported: its metric alignment '
+                         'step (NESTED) is not part of the export; export the any-view or '
+                         'metric model instead')
+    return spec
+
+
+def check_size(size: tuple[int, int]) -> tuple[int, int]:
+    """(H, W) as ints; ValueError unless both are positive multiples of 14."""
+    h, w = (int(v) for v in size)
+    if h < 14 or w < 14 or h % 14 or w % 14:
+        raise ValueError(f'size {h}x{w}: both sides must be positive multiples of 14')
+    return h, w
+
+
+def outputs(kind: str, h: int, w: int) -> list[dict]:
+    """Output names, shapes and units of an exported file of `kind`."""
+    if kind in ('metric', 'mono'):
+        depth = ('raw depth (exp of the logit), NOT metres: apply metric_scale'
+                 if kind == 'metric' else 'relative depth (no unit, scale unknown)')
+        return [{'name': 'depth', 'shape': [1, h, w], 'units': 'raw' if kind == 'metric'
+                 else 'relative', 'meaning': depth},
+                {'name': 'sky', 'shape': [1, h, w], 'units': 'score',
+                 'meaning': 'relu sky score; sky where >= 0.3 (upstream threshold)'}]
+    return [{'name': 'depth', 'shape': [1, h, w], 'units': 'relative',
+             'meaning': 'relative depth (no unit, scale unknown)'},
+            {'name': 'conf', 'shape': [1, h, w], 'units': 'score',
+             'meaning': 'depth confidence (exp + 1)'},
+            {'name': 'intrinsics', 'shape': [1, 3, 3], 'units': 'pixels',
+             'meaning': 'estimated pinhole K at the network input size H x W'},
+            {'name': 'extrinsics', 'shape': [1, 3, 4], 'units': 'relative',
+             'meaning': 'estimated world-to-camera [R | t] (t in the relative depth unit)'}]
+
+
+class ExportGraph(nn.Module):
+    """What a converter traces: normalised float32 image -> the engine's outputs, batch 1."""
+
+    def __init__(self, net: nn.Module, names: list[str]) -> None:
+        super().__init__()
+        self.net = net
+        self.names = names
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.net(x)   # casts to the backbone dtype itself
+        pick = {'depth': out['depth'], 'sky': out.get('sky'), 'conf': out.get('depth_conf'),
+                'intrinsics': out.get('intrinsics'), 'extrinsics': out.get('extrinsics')}
+        return tuple(pick[n].to(torch.float32) for n in self.names)
+
+
+def export_input(h: int, w: int) -> np.ndarray:
+    """The deterministic uint8 RGB image (seeded) that the export traces and measures parity on."""
+    rng = np.random.RandomState(EXPORT_SEED)
+    coarse = rng.randint(0, 256, size=(h // 14 + 1, w // 14 + 1, 3)).astype(np.float32)
+    smooth = np.kron(coarse, np.ones((14, 14, 1), np.float32))[:h, :w]
+    noise = rng.randint(-24, 25, size=(h, w, 3))
+    return np.clip(smooth + noise, 0, 255).astype(np.uint8)
+
+
+def pcc(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of two arrays (1.0 for identical constant arrays)."""
+    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    if np.array_equal(a, b):
+        return 1.0
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def parity(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict:
+    """Per output: PCC, max |diff| and max |diff| / max |ref| against the reference maps."""
+    out = {}
+    for name, r in ref.items():
+        o = ours[name]
+        diff = float(np.max(np.abs(o.astype(np.float64) - r)))
+        scale = float(np.max(np.abs(r))) or 1.0
+        out[name] = {'pcc': round(pcc(o, r), 9), 'max_abs': diff, 'max_rel': diff / scale}
+    return out
+
+
+class Weights(NamedTuple):
+    """Checkpoint tensors (torch) and what the sidecar says about them."""
+
+    state: dict
+    info: dict
+
+
+def load_weights(model: str, weights: Optional[str], revision: Optional[str],
+                 state_dict: Optional[Mapping[str, Any]]) -> Weights:
+    """Resolve (file, HF cache, pinned download) or take `state_dict`; hash them either way."""
+    if state_dict is None:
+        path = resolve_weights(model, weights, revision)
+        info = {'file': path.name, 'sha256': sha256_file(path)}
+        state_dict = read_state_dict(path)
+    else:
+        digest = hashlib.sha256()
+        for k in sorted(state_dict):
+            digest.update(k.encode())
+            digest.update(np.ascontiguousarray(np.asarray(state_dict[k])).tobytes())
+        info = {'file': None, 'sha256': digest.hexdigest(),
+                'note': 'state dict given in memory: SHA-256 over sorted key names and '
+                        'raw tensor bytes'}
+    state = {k: torch.as_tensor(np.asarray(v)) if not isinstance(v, torch.Tensor) else v
+             for k, v in state_dict.items()}
+    return Weights(state, info)
+
+
+def reference_outputs(model: str, state: Mapping[str, Any], image: np.ndarray,
+                      accept_license: Optional[bool]) -> dict[str, np.ndarray]:
+    """The torch-cpu fp32 engine's outputs for `image`: what every export is measured against."""
+    engine = build_torch_engine(model, state_dict=state, accept_license=accept_license)
+    try:
+        return engine.infer(image)
+    finally:
+        engine.close()
+
+
+def export_net(model: str, state: Mapping[str, Any], backbone_dtype: torch.dtype,
+               accept_license: Optional[bool]) -> nn.Module:
+    """The network with its fused arithmetic and export-friendly forward (DA3Model.set_export)."""
+    net = build_model(model, state_dict=state, accept_license=accept_license)
+    # the backbone only; heads and camera decoder stay fp32, as the torch engine runs them
+    net.set_fused(True).cast_backbone(backbone_dtype)
+    return net.set_export(True).eval()
+
+
+def sidecar_common(fmt: str, spec: registry.ModelSpec, dtype: str, h: int, w: int,
+                   input_info: dict, weights_info: dict) -> dict:
+    """The sidecar keys every format writes (engines/export/sidecar.py lists them)."""
+    return {
+        'format': fmt, 'model': spec.name, 'family': spec.family, 'kind': spec.kind,
+        'is_metric': spec.is_metric, 'dtype': dtype, 'size_hw': [h, w], 'input': input_info,
+        'preprocessing': {
+            'resize': 'the DA3 frame path resize to exactly H x W '
+                      '(geometry/preprocess/da3_preprocess.py: upstream upper-bound resize for the '
+                      'camera, or a fixed size)',
+            'scale': 1.0 / 255.0, 'mean': list(IMAGENET_MEAN), 'std': list(IMAGENET_STD),
+            'formula': '(rgb_uint8 / 255 - mean) / std per channel, float32'},
+        'outputs': outputs(spec.kind, h, w),
+        'metric_scale': METRIC_SCALE if spec.kind == 'metric' else None,
+        'weights': weights_info,
+    }
+
+
+def package_version() -> str:
+    """This package's distribution version, or 'source tree'."""
+    try:
+        from importlib.metadata import version
+        return version('tt_depth_ros')
+    except Exception:  # noqa: BLE001 (not installed as a distribution: source tree)
+        return 'source tree'
