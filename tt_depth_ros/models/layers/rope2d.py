@@ -82,7 +82,9 @@ class RoPE2D:
         cos, sin = cos.to(t.dtype), sin.to(t.dtype)
         # rotate-half within each axis half: [u, v] -> [-v, u]; the sign lives in `sin`, so
         # the quarters [u_Y | v_Y | u_X | v_X] are only swapped to [v_Y | u_Y | v_X | u_X]
-        rot = t.unflatten(-1, (2, 2, head_dim // 4)).flip(-2).flatten(-3)
+        # (split + cat keeps every tensor 4-D: the LiteRT GPU delegate takes no more, export/)
+        u_y, v_y, u_x, v_x = t.split(head_dim // 4, dim=-1)
+        rot = torch.cat((v_y, u_y, v_x, u_x), dim=-1)
         return torch.addcmul(t * cos, rot, sin)
 
 
