@@ -75,11 +75,12 @@ class TtAttention:
         self.heads, self.dh = params['heads'], params['dh']
         self.cross = 'kv' in params
         if self.cross:
-            self.q = TtLinear(ctx, *params['q'], out='inner')
-            self.kv = TtLinear(ctx, *params['kv'], out='inner')
+            self.q = TtLinear(ctx, *params['q'], out='inner', role='qkv')
+            self.kv = TtLinear(ctx, *params['kv'], out='inner', role='qkv')
         else:
-            self.qkv = TtLinear(ctx, *params['qkv'], out='inner')
-        self.proj = TtLinear(ctx, *params['proj'], group='folded', out='residual')
+            self.qkv = TtLinear(ctx, *params['qkv'], out='inner', role='qkv')
+        self.proj = TtLinear(ctx, *params['proj'], group='folded', out='residual',
+                             role='proj')
 
     def __call__(self, x, shape_state, rope=None, y=None):
         """X (1, S, D) [and y (1, S, D) for cross attention] -> (1, S, D)."""
@@ -100,7 +101,7 @@ class TtAttention:
         o = ttnn.transformer.scaled_dot_product_attention(
             q, k, v, attn_mask=shape_state.attn_mask, is_causal=False, scale=self.dh ** -0.5,
             program_config=shape_state.sdpa_config,
-            compute_kernel_config=self.ctx.matmul_config())
+            compute_kernel_config=self.ctx.matmul_config('sdpa'))
         for t in (q, k, v):
             ttnn.deallocate(t)
         o2 = ttnn.transformer.concatenate_heads(o)

@@ -32,8 +32,8 @@ def residual_step(ctx, x, norm, branch):
 class TtMlp:
     def __init__(self, ctx, params: dict):
         self.ctx = ctx
-        self.fc1 = TtLinear(ctx, *params['fc1'], activation='gelu', out='inner')
-        self.fc2 = TtLinear(ctx, *params['fc2'], group='folded', out='residual')
+        self.fc1 = TtLinear(ctx, *params['fc1'], activation='gelu', out='inner', role='fc1')
+        self.fc2 = TtLinear(ctx, *params['fc2'], group='folded', out='residual', role='fc2')
 
     def __call__(self, x):
         h = self.fc1(x)

@@ -81,23 +81,26 @@ class TtLinear:
 
     Args: ctx, w_t [in, out], b (1, out) or None, activation ('gelu'/'relu'), group (weight
     group of precision.py: float32 weights when the preset names it), out ('residual', 'head',
-    'inner': output dtype from the preset; None = the input's dtype).
+    'inner': output dtype from the preset; None = the input's dtype), role (matmul role of
+    precision.ROLES: its fidelity and accumulation; None = the preset's own).
     """
 
     def __init__(self, ctx, w_t: torch.Tensor, b: torch.Tensor | None, activation=None,
-                 group: str | None = None, out: str | None = None):
+                 group: str | None = None, out: str | None = None, role: str | None = None):
         ttnn = ctx.ttnn
         self.ctx = ctx
         self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ttnn, group))
         self.bias = None if b is None else upload_weight(
             ctx, b, ctx.precision.bias_dtype(ttnn, group))
         self.activation = activation
+        self.role = role
         self.out_dtype = None if out is None else ctx.precision.act(ttnn, out)
 
     def __call__(self, x, program_config=None):
         ttnn = self.ctx.ttnn
         return ttnn.linear(x, self.weight, bias=self.bias, activation=self.activation,
-                           dtype=self.out_dtype, compute_kernel_config=self.ctx.matmul_config(),
+                           dtype=self.out_dtype,
+                           compute_kernel_config=self.ctx.matmul_config(self.role),
                            program_config=program_config, memory_config=ttnn.DRAM_MEMORY_CONFIG)
 
     def release(self) -> None:

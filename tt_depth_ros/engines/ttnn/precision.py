@@ -22,8 +22,17 @@ from dataclasses import dataclass
 
 _BF16, _F32 = 'bfloat16', 'float32'
 
+# Matmul roles of the ViT blocks (TtLinear / SDPA call sites); any other matmul, conv or norm
+# uses the preset's own fidelity and accumulation.
+ROLES = ('qkv', 'proj', 'fc1', 'fc2', 'sdpa')
+# role: (math fidelity, fp32 accumulation) of the 'fast' preset, measured on the stand-in's FPU
+# model (test/engines/ttnn_backend/test_fast_precision.py has the table).
+FAST_ROLES = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True), ('fc1', 'LoFi', True),
+              ('fc2', 'HiFi2', True), ('sdpa', 'HiFi2', True))
+
 PRESETS = {
-    # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights)
+    # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights
+    #        [, per-role matmul settings, bf16 weight groups])
     'bfloat16': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
     'bfloat16-hifi2': ('bfloat16', 'HiFi2', True, _BF16, _BF16, _BF16, ()),
     'bfloat8_b': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
@@ -33,6 +42,10 @@ PRESETS = {
     'float32-residual-head': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16,
                               ('norm', 'folded', 'patch', 'head')),
     'float32': ('float32', 'HiFi4', True, _F32, _F32, _F32, ('all',)),
+    # The speed design (README "ttnn speed design"): bfloat8_b ViT linears at low fidelity,
+    # bf16 everywhere else (residual, head, norms, patch embedding, resize path).
+    'fast': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES,
+             ('norm', 'patch', 'head')),
 }
 
 DEFAULTS = {'da3': 'float32-residual-head', 'dust3r': 'bfloat16'}
@@ -51,11 +64,21 @@ class Precision:
     head: str = _BF16
     inner: str = _BF16
     fp32_weights: tuple = ()
+    roles: tuple = ()              # ((role, fidelity, fp32 accumulation), ...) of ROLES
+    bf16_weights: tuple = ()       # weight groups kept bf16 when the bulk is bfloat8_b
+
+    def __post_init__(self):
+        bad = [r[0] for r in self.roles if r[0] not in ROLES]
+        if bad:
+            raise ValueError(f'precision {self.name!r}: unknown matmul roles {bad}; '
+                             f'allowed: {ROLES}')
 
     def weights_dtype(self, ttnn, group: str | None = None):
         """Dtype of a weight of `group` ('norm', 'folded', 'patch', 'head' or None = bulk)."""
         if 'all' in self.fp32_weights or (group is not None and group in self.fp32_weights):
             return ttnn.float32
+        if group is not None and group in self.bf16_weights:
+            return ttnn.bfloat16
         return getattr(ttnn, self.weights)
 
     def bias_dtype(self, ttnn, group: str | None = None):
@@ -67,19 +90,30 @@ class Precision:
         """Activation dtype of 'residual', 'head' or 'inner'."""
         return getattr(ttnn, getattr(self, where))
 
-    def kernel_config(self, ttnn):
+    def matmul_setting(self, role: str | None = None) -> tuple[str, bool]:
+        """(math fidelity, fp32 accumulation) of a matmul of `role` (None: the preset's own)."""
+        for r, fidelity, fp32_acc in self.roles:
+            if r == role:
+                return fidelity, fp32_acc
+        return self.fidelity, self.fp32_acc
+
+    def kernel_config(self, ttnn, role: str | None = None):
+        fidelity, fp32_acc = self.matmul_setting(role)
         return ttnn.WormholeComputeKernelConfig(
-            math_fidelity=getattr(ttnn.MathFidelity, self.fidelity),
-            math_approx_mode=False, fp32_dest_acc_en=self.fp32_acc, packer_l1_acc=self.fp32_acc)
+            math_fidelity=getattr(ttnn.MathFidelity, fidelity),
+            math_approx_mode=False, fp32_dest_acc_en=fp32_acc, packer_l1_acc=fp32_acc)
 
 
 def parse_precision(dtype, family: str = 'da3') -> Precision:
     """Map the engine `dtype` argument to a Precision; ValueError for an unknown preset.
 
     Args:
-        dtype: A PRESETS name, 'bf16' (= 'bfloat16') or None (the family's default).
+        dtype: A PRESETS name, 'bf16' (= 'bfloat16'), None (the family's default) or a
+            Precision (a measured variant; its name keys the weight cache).
         family: 'da3' or 'dust3r' (DEFAULTS; the float32 presets are wired for DA3 only).
     """
+    if isinstance(dtype, Precision):
+        return dtype
     if dtype is None:
         name = DEFAULTS[family]
     else:
