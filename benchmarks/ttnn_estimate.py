@@ -1,7 +1,8 @@
 """p150 cost ESTIMATE of the ttnn engine without a card (a roofline, never a measurement).
 
     .venv/bin/python benchmarks/ttnn_estimate.py [--model da3-large --size 518x518 ...]
-        [--grid 11x10|13x10] [--efficiency F] [--json OUT] [--from-json EARLIER_OUT]
+        [--grid 11x10|13x10] [--dtype PRESET] [--efficiency F] [--json OUT]
+        [--from-json EARLIER_OUT]
 
 Runs one forward per size of the engine (tt_depth_ros.engines.ttnn, rule-v1 weights) through the
 REAL ttnn 0.81.1 library on a mock p150 (the dry run: test/ttnn_dryrun/driver.py, bridge.py,
@@ -38,11 +39,13 @@ TITLES = {'da3-tiny': 'DA3 tiny', 'da3-large': 'DA3METRIC-LARGE', 'dust3r-tiny':
           'dust3r-large': 'DUSt3R ViT-L/512 DPT pair'}
 
 
-def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None) -> dict:
+def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None,
+                   dtype: str | None = None) -> dict:
     """One dry run of `model` (one trace per size) -> {size: estimate} plus the run's facts."""
     t0 = time.perf_counter()
-    rep = driver.run(model, sizes, grid, max_traced_shapes=1, op_records=True)
-    out = {'model': model, 'engine_model': rep.get('engine_model'), 'status': rep['status'],
+    rep = driver.run(model, sizes, grid, max_traced_shapes=1, op_records=True, dtype=dtype)
+    out = {'model': model, 'engine_model': rep.get('engine_model'),
+           'precision': (rep.get('engine_info') or {}).get('precision'), 'status': rep['status'],
            'problems': rep['problems'], 'dispatch': rep.get('dispatch'), 'grid': rep.get('grid'),
            'wall_s': round(time.perf_counter() - t0, 1), 'sizes': {}}
     if rep.get('grid') is None:
@@ -78,6 +81,8 @@ def main(argv=None) -> int:
                     help='HxW (repeatable; applies to every --model)')
     ap.add_argument('--grid', choices=sorted(driver.HARVEST), default='11x10')
     ap.add_argument('--efficiency', type=float, help='override the calibrated factor')
+    ap.add_argument('--dtype', help="precision preset of every model (e.g. 'fast'; default: "
+                    'each family\'s default)')
     ap.add_argument('--json', help='write the estimates (per op and per group) here')
     ap.add_argument('--from-json', help='price the op records of an earlier --json again')
     a = ap.parse_args(argv)
@@ -95,10 +100,11 @@ def main(argv=None) -> int:
     earlier = reprice(a.from_json, a.efficiency) if a.from_json else None
     for model, sizes in ([(r['model'], list(r['sizes'])) for r in earlier] if earlier
                          else runs):
-        r = earlier.pop(0) if earlier else estimate_model(model, sizes, a.grid, a.efficiency)
+        r = earlier.pop(0) if earlier else estimate_model(model, sizes, a.grid, a.efficiency,
+                                                          a.dtype)
         results.append(r)
-        print(f'\n{model}: dry run {r["status"]}, {r["dispatch"]} dispatch, grid {r["grid"]}, '
-              f'{r["wall_s"]} s')
+        print(f'\n{model} [{r.get("precision")}]: dry run {r["status"]}, {r["dispatch"]} '
+              f'dispatch, grid {r["grid"]}, {r["wall_s"]} s')
         for p in r['problems']:
             print('PROBLEM', p)
             rc = 1

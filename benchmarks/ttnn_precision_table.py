@@ -10,10 +10,11 @@ truncation per math fidelity and a bf16 destination without fp32 accumulation (o
 documents the model; not bit-exact). Per preset it prints DA3 depth PCC / max relative error or
 DUSt3R pts3d PCC (both views) against the golden fp32 outputs, with the issue's gates (DA3METRIC-
 LARGE depth PCC >= 0.9998, DUSt3R pts3d >= 0.995; tiny models: the same numbers, for mechanics).
-`--variant` runs the 'fast' preset with some matmul roles changed (role=FIDELITY[/bf16] where
-/bf16 turns fp32 accumulation off): the measurement of which matmuls need HiFi2 or fp32
-accumulation. `--estimate-json` (benchmarks/ttnn_estimate.py --json, one per preset run with
---dtype) adds the estimated p150 time of that preset (calibrated, ms) to its row.
+`--variant` runs the 'fast' preset with some settings changed (variant(): matmul roles as
+role=FIDELITY[/bf16], /bf16 turning fp32 accumulation off; activation dtypes; weight groups): the
+measurement of which matmuls need HiFi2 or fp32 accumulation and where float32 is needed.
+`--estimate-json` (benchmarks/ttnn_estimate.py --json, one per preset run with --dtype) adds
+the estimated p150 time of that preset (calibrated, ms) to its row.
 Models: da3-tiny (280x504), da3-large (280x504, ~1-2 min a preset on 2 cores), dust3r-tiny
 (384x512), dust3r-large (384x512, several minutes a preset).
 """
@@ -85,16 +86,27 @@ def measure(model: str, sd, dtype) -> dict:
     return res
 
 
-def variant(spec: str):
-    """'fc1=HiFi2,sdpa=LoFi/bf16' -> the 'fast' Precision with those roles changed."""
+def variant(spec: str, family: str = 'da3'):
+    """'fc1=HiFi2,sdpa=LoFi/bf16,residual=float32,fp32w=norm+head' -> a changed 'fast' Precision.
+
+    role=FIDELITY[/bf16] sets a matmul role (/bf16: no fp32 accumulation); residual=, head=,
+    inner= set activation dtypes; fp32w= / bf16w= set the float32 / bf16 weight groups.
+    """
     from tt_depth_ros.engines.ttnn.precision import parse_precision
-    base = parse_precision('fast')
+    base = parse_precision('fast', family)
     roles = {r: (f, a) for r, f, a in base.roles}
+    fields = {}
     for item in spec.split(','):
-        role, _, setting = item.partition('=')
-        fid, _, acc = setting.partition('/')
-        roles[role.strip()] = (fid.strip(), acc.strip() != 'bf16')
-    return dataclasses.replace(base, name=f'fast[{spec}]',
+        key, _, setting = (v.strip() for v in item.partition('='))
+        if key in ('residual', 'head', 'inner'):
+            fields[key] = setting
+        elif key in ('fp32w', 'bf16w'):
+            fields['fp32_weights' if key == 'fp32w' else 'bf16_weights'] = tuple(
+                g for g in setting.split('+') if g)
+        else:
+            fid, _, acc = setting.partition('/')
+            roles[key] = (fid, acc != 'bf16')
+    return dataclasses.replace(base, name=f'fast[{spec}]', **fields,
                                roles=tuple((r, f, a) for r, (f, a) in roles.items()))
 
 
@@ -132,7 +144,7 @@ def main(argv=None) -> int:
         print(f'\n{model} ({ENGINE[model]}), gate {GATES[fam]}: {metric}')
         print(f'| {"preset":<34} | {"PCC":>9} | {"max rel":>7} | gate | est. ms | wall s |')
         print(f'|{"-" * 36}|{"-" * 11}|{"-" * 9}|------|---------|--------|')
-        runs = [(p, p) for p in presets] + [(f'fast[{v}]', variant(v)) for v in a.variant]
+        runs = [(p, p) for p in presets] + [(f'fast[{v}]', variant(v, fam)) for v in a.variant]
         for name, dtype in runs:
             r = measure(model, sd, dtype)
             ms = est.get((ENGINE[model], name), {})

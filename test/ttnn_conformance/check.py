@@ -258,10 +258,12 @@ BLOCK0 = 'model.backbone.pretrained.blocks.0.'
 
 
 def engine_weight_inputs() -> dict:
-    """ViT-block weights exactly as the engine uploads them ([in, out], heads padded to 32 lanes,
-    LayerScale folded into proj/fc2), from rule-v1 checkpoints: DA3 tiny block 0 (head width 16
-    -> zero columns between heads) and DA3-Large block 0's fc1 (1024 x 4096). The 'fast' preset
-    stores these as bfloat8_b: the stand-in must quantise them as the real library does.
+    """ViT-block weights exactly as the engine uploads them, from rule-v1 checkpoints.
+
+    [in, out], heads padded to 32 lanes, LayerScale folded into proj/fc2: DA3 tiny block 0 (head
+    width 16 -> zero columns between heads) and DA3-Large block 0's fc1 (1024 x 4096). The
+    'fast' preset stores these as bfloat8_b: the stand-in must quantise them as the real library
+    does.
     """
     import torch
 

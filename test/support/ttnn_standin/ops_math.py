@@ -36,7 +36,13 @@ import torch
 from . import numerics
 from .launch import launch
 from .tensor import Tensor
-from .types import DataType, Layout, MathFidelity
+from .types import (
+    DataType,
+    Layout,
+    MathFidelity,
+    MatmulMultiCoreReuseMultiCastProgramConfig,
+    UnaryOpType,
+)
 
 TILE = numerics.TILE
 
@@ -102,6 +108,31 @@ def fpu_matmul(in0, in1, cfg):
     return acc
 
 
+def _check_2d_mcast(name, pc, a, b, cfg):
+    """What the real 2D-multicast matmul validates about its program config (tile counts)."""
+    grid = a._device.compute_with_storage_grid_size() if a._device else None
+    g = pc.compute_with_storage_grid_size
+    if grid is not None and (g.x > grid.x or g.y > grid.y):
+        raise RuntimeError(f'TT_FATAL: {name}: program config grid {g} exceeds the device grid')
+    mt = -(-math.prod(a.shape[:-1]) // TILE) if pc.fuse_batch else -(-a.shape[-2] // TILE)
+    kt, nt = -(-a.shape[-1] // TILE), -(-b.shape[-1] // TILE)
+    rows, cols = (g.x, g.y) if pc.transpose_mcast else (g.y, g.x)
+    problems = []
+    if kt % pc.in0_block_w:
+        problems.append(f'in0_block_w {pc.in0_block_w} must divide Kt {kt}')
+    if pc.per_core_M % pc.out_subblock_h or pc.per_core_N % pc.out_subblock_w:
+        problems.append(f'out_subblock {pc.out_subblock_h}x{pc.out_subblock_w} must divide '
+                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
+    limit = 4 if cfg is not None and cfg.fp32_dest_acc_en else 8
+    if pc.out_subblock_h * pc.out_subblock_w > limit:
+        problems.append(f'out_subblock_h * out_subblock_w must be <= {limit}')
+    if -(-mt // pc.per_core_M) > rows or -(-nt // pc.per_core_N) > cols:
+        problems.append(f'{mt}x{nt} output tiles need more than the {rows}x{cols} cores at '
+                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
+    if problems:
+        raise RuntimeError(f'TT_FATAL: {name}: ' + '; '.join(problems))
+
+
 def _contract_check(name, a, b):
     k = a.shape[-1]
     if k != b.shape[-2]:
@@ -138,6 +169,19 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
                                f'grid ({grid.x}x{grid.y})')
     if activation not in (None, 'gelu', 'relu'):
         raise RuntimeError(f'stand-in: {_name}: activation {activation!r} not modelled')
+    if isinstance(program_config, MatmulMultiCoreReuseMultiCastProgramConfig):
+        _check_2d_mcast(_name, program_config, a, b, compute_kernel_config)
+        fused = program_config.fused_activation
+        if fused is not None:
+            if activation is not None:
+                raise RuntimeError(f'TT_FATAL: {_name}: activation= and a program config with a '
+                                   'fused activation together')
+            activation = {UnaryOpType.GELU: 'gelu', UnaryOpType.RELU: 'relu'}.get(
+                fused.op_type)
+            if activation is None:
+                raise RuntimeError(f'stand-in: {_name}: fused {fused.op_type} not modelled')
+    elif program_config is not None:
+        raise RuntimeError(f'stand-in: {_name}: program config {program_config!r} not modelled')
     out_dtype = a.dtype if dtype is None else dtype
     out_shape = tuple(max(x, y) for x, y in zip(a.shape[:-2], b.shape[:-2])) if len(
         b.shape) == len(a.shape) else tuple(a.shape[:-2])

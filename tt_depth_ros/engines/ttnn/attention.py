@@ -86,13 +86,13 @@ class TtAttention:
         """X (1, S, D) [and y (1, S, D) for cross attention] -> (1, S, D)."""
         ttnn = self.ctx.ttnn
         if self.cross:
-            q_in, kv_in = self.q(x), self.kv(y)
+            q_in, kv_in = self.q(x, rows=shape_state.rows), self.kv(y, rows=shape_state.rows)
             q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
                 q_in, kv_in, num_heads=self.heads, transpose_key=False)
             ttnn.deallocate(q_in)
             ttnn.deallocate(kv_in)
         else:
-            qkv = self.qkv(x)
+            qkv = self.qkv(x, rows=shape_state.rows)
             q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
                 qkv, num_heads=self.heads, transpose_key=False)
             ttnn.deallocate(qkv)
@@ -106,7 +106,7 @@ class TtAttention:
             ttnn.deallocate(t)
         o2 = ttnn.transformer.concatenate_heads(o)
         ttnn.deallocate(o)
-        out = self.proj(o2)
+        out = self.proj(o2, rows=shape_state.rows)
         ttnn.deallocate(o2)
         return out
 

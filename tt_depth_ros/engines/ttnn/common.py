@@ -94,14 +94,28 @@ class TtLinear:
             ctx, b, ctx.precision.bias_dtype(ttnn, group))
         self.activation = activation
         self.role = role
+        self.shape = (int(w_t.shape[0]), int(w_t.shape[1]))        # [in, out]
         self.out_dtype = None if out is None else ctx.precision.act(ttnn, out)
 
-    def __call__(self, x, program_config=None):
+    def __call__(self, x, program_config=None, rows: int | None = None):
+        """Apply to x (.., rows, in); `rows` lets a program-config preset size the matmul."""
         ttnn = self.ctx.ttnn
-        return ttnn.linear(x, self.weight, bias=self.bias, activation=self.activation,
+        activation = self.activation
+        if program_config is None and rows and self.role and self.ctx.precision.program_configs:
+            program_config = self.program_config(rows)
+            activation = None if activation == 'gelu' else activation    # fused in the config
+        return ttnn.linear(x, self.weight, bias=self.bias, activation=activation,
                            dtype=self.out_dtype,
                            compute_kernel_config=self.ctx.matmul_config(self.role),
                            program_config=program_config, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+
+    def program_config(self, rows: int):
+        """The 2D-multicast config of this linear at `rows` token rows (config.py)."""
+        from tt_depth_ros.engines.ttnn.config import linear_program_config
+        k, n = self.shape
+        fp32_acc = self.ctx.precision.matmul_setting(self.role)[1]
+        return linear_program_config(self.ctx.ttnn, self.ctx.grid, rows, k, n,
+                                     gelu=self.activation == 'gelu', fp32_acc=fp32_acc)
 
     def release(self) -> None:
         ttnn = self.ctx.ttnn

@@ -26,13 +26,13 @@ _BF16, _F32 = 'bfloat16', 'float32'
 # uses the preset's own fidelity and accumulation.
 ROLES = ('qkv', 'proj', 'fc1', 'fc2', 'sdpa')
 # role: (math fidelity, fp32 accumulation) of the 'fast' preset, measured on the stand-in's FPU
-# model (test/engines/ttnn_backend/test_fast_precision.py has the table).
-FAST_ROLES = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True), ('fc1', 'LoFi', True),
-              ('fc2', 'HiFi2', True), ('sdpa', 'HiFi2', True))
+# model (benchmarks/ttnn_precision_table.py; table in README "ttnn speed design").
+FAST_ROLES = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True), ('fc1', 'HiFi2', True),
+              ('fc2', 'HiFi2', True), ('sdpa', 'HiFi4', True))
 
 PRESETS = {
     # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights
-    #        [, per-role matmul settings, bf16 weight groups])
+    #        [, per-role matmul settings, bf16 weight groups, program configs])
     'bfloat16': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
     'bfloat16-hifi2': ('bfloat16', 'HiFi2', True, _BF16, _BF16, _BF16, ()),
     'bfloat8_b': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
@@ -42,11 +42,18 @@ PRESETS = {
     'float32-residual-head': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16,
                               ('norm', 'folded', 'patch', 'head')),
     'float32': ('float32', 'HiFi4', True, _F32, _F32, _F32, ('all',)),
-    # The speed design (README "ttnn speed design"): bfloat8_b ViT linears at low fidelity,
-    # bf16 everywhere else (residual, head, norms, patch embedding, resize path).
-    'fast': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES,
-             ('norm', 'patch', 'head')),
+    # The speed design (README "ttnn speed design"): bfloat8_b ViT linears at HiFi2 (SDPA HiFi4),
+    # the residual stream and the DPT head float32 (bf16 there misses the gate), bf16 inner.
+    'fast': ('bfloat8_b', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
+             FAST_ROLES, (), True),
 }
+
+# A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16
+# (its pts3d gate, PCC >= 0.995, holds there; the float32 activations are wired for DA3 only).
+FAMILY_PRESETS = {'dust3r': {
+    'fast': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES,
+             ('norm', 'patch', 'head'), True),
+}}
 
 DEFAULTS = {'da3': 'float32-residual-head', 'dust3r': 'bfloat16'}
 DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32')
@@ -66,6 +73,7 @@ class Precision:
     fp32_weights: tuple = ()
     roles: tuple = ()              # ((role, fidelity, fp32 accumulation), ...) of ROLES
     bf16_weights: tuple = ()       # weight groups kept bf16 when the bulk is bfloat8_b
+    program_configs: bool = False  # ViT linears with 2D-multicast program configs (config.py)
 
     def __post_init__(self):
         bad = [r[0] for r in self.roles if r[0] not in ROLES]
@@ -124,4 +132,4 @@ def parse_precision(dtype, family: str = 'da3') -> Precision:
     if family != 'da3' and name in DA3_ONLY:
         raise ValueError(f'ttnn dtype={name!r} is wired for DA3 only; {family} allows '
                          f'{sorted(set(PRESETS) - set(DA3_ONLY))}')
-    return Precision(name, *PRESETS[name])
+    return Precision(name, *FAMILY_PRESETS.get(family, {}).get(name, PRESETS[name]))
