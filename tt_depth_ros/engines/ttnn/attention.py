@@ -85,26 +85,27 @@ class TtAttention:
     def __call__(self, x, shape_state, rope=None, y=None):
         """X (1, S, D) [and y (1, S, D) for cross attention] -> (1, S, D)."""
         ttnn = self.ctx.ttnn
+        mem = self.ctx.precision.inner_memory(ttnn)
         if self.cross:
             q_in, kv_in = self.q(x, rows=shape_state.rows), self.kv(y, rows=shape_state.rows)
             q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
-                q_in, kv_in, num_heads=self.heads, transpose_key=False)
+                q_in, kv_in, num_heads=self.heads, transpose_key=False, memory_config=mem)
             ttnn.deallocate(q_in)
             ttnn.deallocate(kv_in)
         else:
             qkv = self.qkv(x, rows=shape_state.rows)
             q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
-                qkv, num_heads=self.heads, transpose_key=False)
+                qkv, num_heads=self.heads, transpose_key=False, memory_config=mem)
             ttnn.deallocate(qkv)
         if rope is not None:
             q, k = rope(q), rope(k)
         o = ttnn.transformer.scaled_dot_product_attention(
             q, k, v, attn_mask=shape_state.attn_mask, is_causal=False, scale=self.dh ** -0.5,
-            program_config=shape_state.sdpa_config,
+            program_config=shape_state.sdpa_config, memory_config=mem,
             compute_kernel_config=self.ctx.matmul_config('sdpa'))
         for t in (q, k, v):
             ttnn.deallocate(t)
-        o2 = ttnn.transformer.concatenate_heads(o)
+        o2 = ttnn.transformer.concatenate_heads(o, memory_config=mem)
         ttnn.deallocate(o)
         out = self.proj(o2, rows=shape_state.rows)
         ttnn.deallocate(o2)

@@ -96,6 +96,8 @@ class TtLinear:
         self.role = role
         self.shape = (int(w_t.shape[0]), int(w_t.shape[1]))        # [in, out]
         self.out_dtype = None if out is None else ctx.precision.act(ttnn, out)
+        inner = ctx.precision.inner_memory(ttnn) if out == 'inner' else None
+        self.out_memory = ttnn.DRAM_MEMORY_CONFIG if inner is None else inner
 
     def __call__(self, x, program_config=None, rows: int | None = None):
         """Apply to x (.., rows, in); `rows` lets a program-config preset size the matmul."""
@@ -107,7 +109,7 @@ class TtLinear:
         return ttnn.linear(x, self.weight, bias=self.bias, activation=activation,
                            dtype=self.out_dtype,
                            compute_kernel_config=self.ctx.matmul_config(self.role),
-                           program_config=program_config, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+                           program_config=program_config, memory_config=self.out_memory)
 
     def program_config(self, rows: int):
         """The 2D-multicast config of this linear at `rows` token rows (config.py)."""

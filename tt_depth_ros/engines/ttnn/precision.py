@@ -32,7 +32,7 @@ FAST_ROLES = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True), ('fc1', 'HiFi2', 
 
 PRESETS = {
     # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights
-    #        [, per-role matmul settings, bf16 weight groups, program configs])
+    #        [, per-role matmul settings, bf16 weight groups, program configs, L1 inner])
     'bfloat16': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
     'bfloat16-hifi2': ('bfloat16', 'HiFi2', True, _BF16, _BF16, _BF16, ()),
     'bfloat8_b': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
@@ -45,14 +45,14 @@ PRESETS = {
     # The speed design (README "ttnn speed design"): bfloat8_b ViT linears at HiFi2 (SDPA HiFi4),
     # the residual stream and the DPT head float32 (bf16 there misses the gate), bf16 inner.
     'fast': ('bfloat8_b', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
-             FAST_ROLES, (), True),
+             FAST_ROLES, (), True, True),
 }
 
 # A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16
 # (its pts3d gate, PCC >= 0.995, holds there; the float32 activations are wired for DA3 only).
 FAMILY_PRESETS = {'dust3r': {
     'fast': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES,
-             ('norm', 'patch', 'head'), True),
+             ('norm', 'patch', 'head'), True, True),
 }}
 
 DEFAULTS = {'da3': 'float32-residual-head', 'dust3r': 'bfloat16'}
@@ -74,6 +74,7 @@ class Precision:
     roles: tuple = ()              # ((role, fidelity, fp32 accumulation), ...) of ROLES
     bf16_weights: tuple = ()       # weight groups kept bf16 when the bulk is bfloat8_b
     program_configs: bool = False  # ViT linears with 2D-multicast program configs (config.py)
+    l1_inner: bool = False         # q|k|v, heads, SDPA output and MLP hidden in L1 (interleaved)
 
     def __post_init__(self):
         bad = [r[0] for r in self.roles if r[0] not in ROLES]
@@ -104,6 +105,10 @@ class Precision:
             if r == role:
                 return fidelity, fp32_acc
         return self.fidelity, self.fp32_acc
+
+    def inner_memory(self, ttnn):
+        """L1 for the 'inner' activations (q/k/v, heads, MLP hidden) if l1_inner, else None."""
+        return ttnn.L1_MEMORY_CONFIG if self.l1_inner else None
 
     def kernel_config(self, ttnn, role: str | None = None):
         fidelity, fp32_acc = self.matmul_setting(role)
