@@ -16,7 +16,9 @@ Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384 (W x
 What it leaves out: op-to-op dispatch gaps, NoC contention, kernel quality, SFPU math, host and
 PCIe time. The estimate is for today's design as the library runs it on the mock device's grid
 (11x10 = 110 cores: a p150a with Tensix dispatch; the library rejects ETH dispatch).
-`--from-json` prices the op records of an earlier --json again (seconds, no library).
+`--from-json` prices the op records of an earlier --json again (seconds, no library);
+`--dtype fast` estimates the speed design (precision 'fast'); `--compare BEFORE AFTER` prints
+two --json runs side by side per group with the saving and the gap to the p150 targets.
 Exit status 1 when the dry run itself reported a problem (its figures are then incomplete).
 """
 from __future__ import annotations
@@ -73,6 +75,39 @@ def reprice(path: str, efficiency=None) -> list[dict]:
     return runs
 
 
+# The p150 targets (docs/DESIGN.md §4), per engine model and size (HxW).
+TARGETS_MS = {('da3metric-large', '518x518'): 14.93, ('dust3r-vitl-512-dpt', '384x512'): 27.7}
+
+
+def compare(before_path: str, after_path: str) -> str:
+    """Per-group side-by-side of two --json runs (e.g. today's design and --dtype fast)."""
+    runs = [{(r['engine_model'], s): (r.get('precision'), e) for r in
+             json.loads(Path(p).read_text())['runs'] for s, e in r['sizes'].items()}
+            for p in (before_path, after_path)]
+    lines = []
+    for key in [k for k in runs[0] if k in runs[1]]:
+        (p0, e0), (p1, e1) = runs[0][key], runs[1][key]
+        lines += ['', f'{key[0]} {key[1]}: [{p0}] -> [{p1}]  (ms ideal / calibrated; ESTIMATE)',
+                  f'{"group":<14}{"before":>16}{"after":>16}{"saved calib":>13}  after bound']
+        for g in cost.GROUPS:
+            a, b = e0['groups'][g], e1['groups'][g]
+            if a['ops'] or b['ops']:
+                lines.append(f'{g:<14}{a["ideal_ms"]:>7.2f} /{a["calibrated_ms"]:>7.1f}'
+                             f'{b["ideal_ms"]:>7.2f} /{b["calibrated_ms"]:>7.1f}'
+                             f'{a["calibrated_ms"] - b["calibrated_ms"]:>13.1f}  {b["bound"]}')
+        t0, t1 = e0['total'], e1['total']
+        lines.append(f'{"total":<14}{t0["ideal_ms"]:>7.2f} /{t0["calibrated_ms"]:>7.1f}'
+                     f'{t1["ideal_ms"]:>7.2f} /{t1["calibrated_ms"]:>7.1f}'
+                     f'{t0["calibrated_ms"] - t1["calibrated_ms"]:>13.1f}')
+        lines.append(f'device ops {e0["ops"]} -> {e1["ops"]}; DRAM traffic '
+                     f'{t0["dram_mb"] / 1e3:.1f} -> {t1["dram_mb"] / 1e3:.1f} GB')
+        if key in TARGETS_MS:
+            tgt = TARGETS_MS[key]
+            lines.append(f'target {tgt} ms: after is {t1["calibrated_ms"] / tgt:.1f}x the target '
+                         f'calibrated, {t1["ideal_ms"] / tgt:.2f}x ideal')
+    return '\n'.join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', action='append', choices=sorted(driver.MODELS),
@@ -85,7 +120,12 @@ def main(argv=None) -> int:
                     'each family\'s default)')
     ap.add_argument('--json', help='write the estimates (per op and per group) here')
     ap.add_argument('--from-json', help='price the op records of an earlier --json again')
+    ap.add_argument('--compare', nargs=2, metavar=('BEFORE_JSON', 'AFTER_JSON'),
+                    help='print two earlier --json runs side by side per group, then exit')
     a = ap.parse_args(argv)
+    if a.compare:
+        print(compare(*a.compare))
+        return 0
     runs = [(m, a.size or driver.MODELS[m][2][:1]) for m in a.model] if a.model \
         else [(m, a.size or s) for m, s in DEFAULT_RUNS]
     cal = cost.calibration()

@@ -16,7 +16,7 @@ measurement of which matmuls need HiFi2 or fp32 accumulation and where float32 i
 `--estimate-json` (benchmarks/ttnn_estimate.py --json, one per preset run with --dtype) adds
 the estimated p150 time of that preset (calibrated, ms) to its row.
 Models: da3-tiny (280x504), da3-large (280x504, ~1-2 min a preset on 2 cores), dust3r-tiny
-(384x512), dust3r-large (384x512, several minutes a preset).
+(80x112), dust3r-large (384x512, several minutes a preset).
 """
 from __future__ import annotations
 
@@ -72,9 +72,10 @@ def measure(model: str, sd, dtype) -> dict:
             rel = np.abs(out['depth'] - ref) / ref
             res = {'pcc': pcc(out['depth'], ref), 'max_rel': float(rel.max())}
         else:
-            name = 'full_384x512_grid4' if model == 'dust3r-large' else 'tiny_384x512_grid4'
+            name, hw = ('full_384x512_grid4', '384x512') if model == 'dust3r-large' else \
+                ('tiny_80x112', '80x112')
             g = dust3r_data.fixture(name)
-            out = eng.infer(*dust3r_data.pair_u8('384x512'))
+            out = eng.infer(*dust3r_data.pair_u8(hw))
             ps = []
             for v, key in ((1, 'pts3d'), (2, 'pts3d_in_other_view')):
                 pts = out[f'pts3d_{v}']
@@ -89,25 +90,29 @@ def measure(model: str, sd, dtype) -> dict:
 def variant(spec: str, family: str = 'da3'):
     """'fc1=HiFi2,sdpa=LoFi/bf16,residual=float32,fp32w=norm+head' -> a changed 'fast' Precision.
 
-    role=FIDELITY[/bf16] sets a matmul role (/bf16: no fp32 accumulation); residual=, head=,
-    inner= set activation dtypes; fp32w= / bf16w= set the float32 / bf16 weight groups.
+    role=FIDELITY[/bf16] sets a matmul role (/bf16: no fp32 accumulation), rolew=DTYPE its
+    weights (fc1w=bfloat8_b); residual=, head=,
+    inner= set activation dtypes, weights= the bulk weight dtype; fp32w= / bf16w= set the
+    float32 / bf16 weight groups.
     """
     from tt_depth_ros.engines.ttnn.precision import parse_precision
     base = parse_precision('fast', family)
-    roles = {r: (f, a) for r, f, a in base.roles}
+    roles = {r[0]: tuple(r[1:]) for r in base.roles}
     fields = {}
     for item in spec.split(','):
         key, _, setting = (v.strip() for v in item.partition('='))
-        if key in ('residual', 'head', 'inner'):
+        if key in ('residual', 'head', 'inner', 'weights'):
             fields[key] = setting
         elif key in ('fp32w', 'bf16w'):
             fields['fp32_weights' if key == 'fp32w' else 'bf16_weights'] = tuple(
                 g for g in setting.split('+') if g)
+        elif key.endswith('w') and key[:-1] in roles:           # e.g. fc1w=bfloat8_b
+            roles[key[:-1]] = roles[key[:-1]][:2] + (setting,)
         else:
             fid, _, acc = setting.partition('/')
-            roles[key] = (fid, acc != 'bf16')
+            roles[key] = (fid, acc != 'bf16') + roles.get(key, ())[2:]
     return dataclasses.replace(base, name=f'fast[{spec}]', **fields,
-                               roles=tuple((r, f, a) for r, (f, a) in roles.items()))
+                               roles=tuple((r,) + v for r, v in roles.items()))
 
 
 def estimates(paths) -> dict:
@@ -117,7 +122,7 @@ def estimates(paths) -> dict:
         data = json.loads(Path(p).read_text())
         for r in data['runs']:
             key = (r.get('engine_model'), r.get('precision'))
-            out[key] = {s: e['total']['calibrated_s'] * 1e3 for s, e in r['sizes'].items()}
+            out[key] = {s: e['total']['calibrated_ms'] for s, e in r['sizes'].items()}
     return out
 
 

@@ -89,9 +89,9 @@ class TtLinear:
                  group: str | None = None, out: str | None = None, role: str | None = None):
         ttnn = ctx.ttnn
         self.ctx = ctx
-        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ttnn, group))
+        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ttnn, group, role))
         self.bias = None if b is None else upload_weight(
-            ctx, b, ctx.precision.bias_dtype(ttnn, group))
+            ctx, b, ctx.precision.bias_dtype(ttnn, group, role))
         self.activation = activation
         self.role = role
         self.shape = (int(w_t.shape[0]), int(w_t.shape[1]))        # [in, out]
