@@ -12,7 +12,13 @@ Run: `.venv/bin/python test/ttnn_conformance/check.py` (also run by test_ttnn_co
    required, no parameter the real one lacks.
 4. Host conversions (bf16 ROW_MAJOR/TILE, bfloat8_b TILE with pad 0 and pad 1000 — the pad value
    enters the shared exponents, so this checks which lanes are padding — uint8 TILE, padded
-   shapes): real package under a mock p150 cluster descriptor vs the stand-in, bit for bit.
+   shapes): real package under a mock p150 cluster descriptor vs the stand-in, bit for bit, on
+   synthetic arrays (ties, a 2^+-29 dynamic range, odd shapes) and on the ViT-block weights as
+   the engine uploads them (engine_weight_inputs: what the 'fast' preset stores as bfloat8_b).
+   The real side builds `ttnn.Tensor(tensor=..., data_type=..., layout=..., pad_value=...)` and
+   reads `to_list()`: the C++ conversion `ttnn.from_torch`/`to_torch` call (0.81.1
+   ttnn/operations/core.py: from_torch ends in that constructor, to_torch in `Tensor.to_torch`);
+   the side venv has no torch, so the torch wrappers themselves are not run.
 Any problem is printed and the exit status is 1.
 """
 from __future__ import annotations
@@ -248,9 +254,38 @@ def conversion_inputs() -> dict:
     }
 
 
+BLOCK0 = 'model.backbone.pretrained.blocks.0.'
+
+
+def engine_weight_inputs() -> dict:
+    """ViT-block weights exactly as the engine uploads them, from rule-v1 checkpoints.
+
+    [in, out], heads padded to 32 lanes, LayerScale folded into proj/fc2: DA3 tiny block 0 (head
+    width 16 -> zero columns between heads) and DA3-Large block 0's fc1 (1024 x 4096). The
+    'fast' preset stores these as bfloat8_b: the stand-in must quantise them as the real library
+    does.
+    """
+    import torch
+
+    from support.da3_fixtures import tiny_key_shapes
+    from support.weight_rule import rule_v1_state_dict
+    from tt_depth_ros.engines.ttnn.attention import self_attention_params
+    from tt_depth_ros.engines.ttnn.block import mlp_params
+    from tt_depth_ros.models.weight_rule import rule_v1_tensor
+    shapes = {k: v for k, v in tiny_key_shapes().items() if k.startswith(BLOCK0)}
+    sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(shapes).items()}
+    att = self_attention_params(sd, BLOCK0 + 'attn.', 4, sd[BLOCK0 + 'ls1.gamma'])
+    mlp = mlp_params(sd, BLOCK0 + 'mlp.', sd[BLOCK0 + 'ls2.gamma'])
+    large_fc1 = torch.from_numpy(rule_v1_tensor(BLOCK0 + 'mlp.fc1.weight', (4096, 1024)))
+    out = {'tiny_qkv_w': att['qkv'][0], 'tiny_qkv_b': att['qkv'][1],
+           'tiny_proj_w': att['proj'][0], 'tiny_fc1_w': mlp['fc1'][0],
+           'tiny_fc2_w': mlp['fc2'][0], 'large_fc1_w': large_fc1.t().contiguous()}
+    return {k: v.numpy().astype(np.float32) for k, v in out.items()}
+
+
 def check_host_conversions(py: Path, standin) -> list[str]:
     import torch
-    arrays = conversion_inputs()
+    arrays = conversion_inputs() | engine_weight_inputs()
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / 'in.npz', Path(tmp) / 'out.npz'
         np.savez(src, **arrays)

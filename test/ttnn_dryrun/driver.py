@@ -1,7 +1,7 @@
 """Run the project's ttnn engine through the REAL ttnn 0.81.1 on a mock p150 and report.
 
     .venv/bin/python test/ttnn_dryrun/driver.py --model da3-tiny [--size 280x504 ...]
-        [--grid 11x10|13x10] [--json OUT]
+        [--grid 11x10|13x10] [--dtype PRESET] [--json OUT]
 
 The engine (tt_depth_ros.engines.ttnn, rule-v1 weights) runs in this interpreter with the real
 library behind `ttnn` (bridge.py -> server.py in the side venv, environment.py). It goes through
@@ -69,11 +69,12 @@ def mock_descriptor(grid: str, workdir: Path) -> Path:
 
 
 def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=None,
-        op_records: bool = False) -> dict:
+        op_records: bool = False, dtype: str | None = None) -> dict:
     """One model through build/prepare/infer/close; returns the report (see module doc).
 
     op_records: each trace in the report also lists the device ops its body ran, read from the
     real library's graph capture (monitor.py, op_records.py; benchmarks/ttnn_estimate.py).
+    dtype: the engine's precision preset (precision.PRESETS; None = the family's default).
     """
     import numpy as np
     from bridge import Bridge
@@ -98,6 +99,8 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
         bridge.phase('build')
         t0 = time.perf_counter()
         kwargs = {} if max_traced_shapes is None else {'max_traced_shapes': max_traced_shapes}
+        if dtype is not None:
+            kwargs['dtype'] = dtype
         eng = build_ttnn_engine(engine_name, state_dict=sd, **kwargs)
         del sd
         result['timings_s']['build'] = round(time.perf_counter() - t0, 1)
@@ -174,9 +177,10 @@ def main() -> int:
     ap.add_argument('--size', action='append', default=[], help='HxW (repeatable)')
     ap.add_argument('--grid', choices=sorted(HARVEST), default='11x10')
     ap.add_argument('--max-traced-shapes', type=int)
+    ap.add_argument('--dtype', help='precision preset (default: the family default)')
     ap.add_argument('--json', help='write the full report here')
     a = ap.parse_args()
-    r = run(a.model, a.size, a.grid, a.max_traced_shapes)
+    r = run(a.model, a.size, a.grid, a.max_traced_shapes, dtype=a.dtype)
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=1))
     summary = {k: r.get(k) for k in ('model', 'status', 'dispatch', 'grid', 'sizes',

@@ -77,6 +77,7 @@ from .types import (
     DispatchCoreType,
     Layout,
     MathFidelity,
+    MatmulMultiCoreReuseMultiCastProgramConfig,
     MemoryConfig,
     MeshTraceId,
     SDPAProgramConfig,

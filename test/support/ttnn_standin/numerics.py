@@ -52,21 +52,31 @@ def quantize_bfp8(x: torch.Tensor) -> torch.Tensor:
     """Quantise a tile-padded float32 tensor to bfloat8_b values (returned as float32).
 
     Every 16 consecutive values along the last dim (one 16-wide face row; rows of a 32x32 tile
-    hold two) share the exponent e = floor(log2(max |x|)); each value keeps a sign and a 7-bit
-    magnitude m = RNE(|x| / 2**(e - 6)) clipped to 127 (the exponent is not bumped on overflow);
-    a value whose magnitude rounds to 0 reads back as +0 (sign dropped), as in the real package.
+    hold two) share the exponent e = the largest biased exponent among them. As tt-metal's host
+    packer does (`convert_u32_to_bfp`): each value's 24-bit significand (hidden bit set) is
+    shifted right by e - its own exponent, TRUNCATING the bits shifted out, and the remaining
+    24-bit value is rounded to 7 bits, ties to even (2.5 -> 2, 3.5 -> 4), clipped to 127 (the
+    exponent is not bumped). So a value a few ulps above a tie whose extra bits were shifted out
+    rounds as the tie (real 0.81.1: -0.020019537 in a group with e = 2^-4 -> -0.01953125, not
+    -0.0205078); a magnitude that rounds to 0 reads back as +0 (sign dropped); zeros and
+    denormals are 0. The value is m * 2**(e - 6).
     """
     if x.shape[-1] % BFP_GROUP:
         raise ValueError(f'bfloat8_b needs a last dim padded to {BFP_GROUP}, got {tuple(x.shape)}')
-    g = x.to(torch.float32).reshape(*x.shape[:-1], x.shape[-1] // BFP_GROUP, BFP_GROUP)
-    amax = g.abs().amax(dim=-1, keepdim=True)
-    _, exp = torch.frexp(amax)                 # amax = mant * 2**exp, mant in [0.5, 1)
-    e = (exp - 1).to(torch.float32)            # floor(log2(amax)) for amax > 0
-    step = torch.exp2(e - 6)
-    mag = torch.clamp(torch.round(g.abs() / step), max=127.0)   # torch.round: ties to even
-    q = torch.sign(g) * mag * step
-    q = torch.where((amax > 0) & (mag > 0), q, torch.zeros_like(q))   # a zero magnitude is +0
-    return q.reshape(x.shape)
+    g = x.to(torch.float32).contiguous().reshape(*x.shape[:-1], x.shape[-1] // BFP_GROUP,
+                                                 BFP_GROUP)
+    bits = g.view(torch.int32)
+    own = (bits >> 23) & 0xFF                               # biased exponent (0: zero/denormal)
+    sig = torch.where(own > 0, (bits & 0x7FFFFF) | 0x800000, torch.zeros_like(bits))
+    shared = own.amax(dim=-1, keepdim=True)
+    shifted = sig >> torch.clamp(shared - own, max=31)      # truncating shift
+    q, rem = shifted >> 17, shifted & 0x1FFFF
+    up = (rem > 0x10000) | ((rem == 0x10000) & ((q & 1) == 1))
+    mag = torch.clamp(q + up.to(torch.int32), max=127).to(torch.float32)
+    step = torch.exp2((shared - 127 - 6).to(torch.float32))
+    out = torch.where(g < 0, -mag, mag) * step
+    out = torch.where(mag > 0, out, torch.zeros_like(out))  # a zero magnitude is +0
+    return out.reshape(x.shape)
 
 
 def quantize(x: torch.Tensor, dtype) -> torch.Tensor:

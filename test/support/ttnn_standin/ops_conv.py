@@ -5,6 +5,8 @@ Host weights (OIHW / IOHW) are prepared and uploaded by the op itself, which is 
 raises inside a trace capture: pass the device weights returned by `return_weights_and_bias=True`
 on the warm-up run. Prepared weights are tied to the conv geometry they were prepared for.
 Kernels larger than 1x1 allocate from L1_SMALL: `l1_small_size == 0` raises.
+Numerics: the activations are in0 and the weights in1 of the FPU model (ops_math.fpu_pairs:
+operand truncation per math fidelity); the accumulator is modelled exact (no bf16 Dst rounding).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import torch
 
 from . import numerics
 from .launch import launch
-from .ops_math import tf32_operand
+from .ops_math import fidelity_of, fpu_pairs, tf32_operand
 from .tensor import Tensor
 from .types import DataType, Layout, UnaryOpType
 
@@ -89,12 +91,16 @@ def _conv(name, *, input_tensor, weight_tensor, device, in_channels, out_channel
         d = [tf32_operand(d[0], x.dtype), tf32_operand(d[1], w.dtype)] + list(d[2:])
         v = numerics.unpad(d[0], tuple(x.shape)).reshape(batch_size, input_height, input_width,
                                                          in_channels).permute(0, 3, 1, 2)
-        bias = d[2].reshape(-1) if b is not None else None
-        if transposed:
-            y = torch.nn.functional.conv_transpose2d(v, d[1], bias, stride, padding,
-                                                     tuple(output_padding), groups, dilation)
-        else:
-            y = torch.nn.functional.conv2d(v, d[1], bias, stride, padding, dilation, groups)
+        y = 0.0
+        for vp, wp in fpu_pairs(v, d[1], fidelity_of(compute_config)):   # x: in0, w: in1
+            if transposed:
+                y = y + torch.nn.functional.conv_transpose2d(
+                    vp, wp, None, stride, padding, tuple(output_padding), groups, dilation)
+            else:
+                y = y + torch.nn.functional.conv2d(vp, wp, None, stride, padding, dilation,
+                                                   groups)
+        if b is not None:
+            y = y + d[2].reshape(1, -1, 1, 1)
         if act is not None:
             if act.op_type != UnaryOpType.RELU:
                 raise RuntimeError(f'stand-in: conv activation {act} not modelled')

@@ -1,11 +1,28 @@
 """Compute ops of the ttnn stand-in: matmul/linear, layer_norm, softmax, eltwise.
 
 Computes in float32 from the stored (already quantised) inputs and re-quantises every output to
-its dtype (`dtype=` else the first input's). Math fidelity is modelled approximately (after
-tt-buda's phase description: phase 0 multiplies the operands' mantissa MSBs; HiFi2 adds in0's
-LSBs, HiFi3 in1's LSBs, HiFi4 everything; MSBs assumed = hidden bit + 4 bits for in0 and hidden
-bit + 6 bits for in1). Without `fp32_dest_acc_en`, partial sums are rounded to bf16 after every
-32-deep K block. Neither model is bit-exact; they exist to rank the precision knobs.
+its dtype (`dtype=` else the first input's).
+
+FPU model of matmul/SDPA/conv (`fpu_pairs`, `fpu_matmul`), after the Tensix ISA's functional model
+of MVMUL (tenstorrent tt-isa-documentation, WormholeB0 MVMUL.md / ELWMUL.md
+`SrcAFidelityBits`/`SrcBFidelityBits`; Blackhole's FPU is the same): a matmul puts in0 (the
+activations) in SrcB and in1 (the weights) in SrcA (the LLK matmul role swap, tt-llk
+`llk_unpack_AB_matmul`: "In0 -> srcB, In1 -> srcA"). The multipliers take 5 bits of a SrcA
+significand and 7 of SrcB; fidelity phase p multiplies SrcA's first part (hidden bit + 4
+mantissa bits) or, when p & 1, its next 5 bits, with SrcB's first part (hidden bit + 6) or, when
+p & 2, its next 4 bits. LoFi runs phase 0, HiFi2 phases 0-1, HiFi3 0-2, HiFi4 0-3, so
+  LoFi  = trunc6(in0) @ trunc4(in1)        HiFi2 = trunc6(in0) @ trunc9(in1)
+  HiFi3 = HiFi2 + (in0 - trunc6(in0)) @ trunc4(in1)              HiFi4 = in0 @ in1
+(truncN keeps N explicit mantissa bits, rounding toward zero: the masks of the ISA model). For a
+bf16 or bfloat8_b operand (7 / at most 6 significant mantissa bits) HiFi2 is exact on in1 and
+drops in0's last bit; LoFi also drops in1's last 2-3 bits. HiFi4 keeps SrcA's TF32 LSB, which
+the ISA ignores (float32 weights only; a 2^-11 relative difference left unmodelled).
+Destination: with `fp32_dest_acc_en` Dst is fp32 (modelled exact); without it Dst holds bf16 and
+every MVMUL (16 deep in K) adds its product into it with a bf16 rounding; the phases of one step
+are summed before that rounding here (the hardware rounds after each phase). Partials that
+leave Dst between K blocks (intermediate CB in the output format) are not modelled. Not
+bit-exact: the ISA calls its own model "a rough guide" for floating point (operation order,
+internal precision).
 float32 matmul operands enter the FPU's 19-bit source registers as TF32
 (tenstorrent/tt-metal #31493): they keep 10 explicit mantissa bits here (truncated, the
 pessimistic choice).
@@ -19,7 +36,13 @@ import torch
 from . import numerics
 from .launch import launch
 from .tensor import Tensor
-from .types import DataType, Layout, MathFidelity
+from .types import (
+    DataType,
+    Layout,
+    MathFidelity,
+    MatmulMultiCoreReuseMultiCastProgramConfig,
+    UnaryOpType,
+)
 
 TILE = numerics.TILE
 
@@ -44,27 +67,70 @@ def tf32_operand(x: torch.Tensor, dtype) -> torch.Tensor:
     return _truncate(x, 10)
 
 
-def _fidelity_product(a, b, fidelity):
-    if fidelity in (MathFidelity.HiFi4, None) or a.is_meta:
-        return torch.matmul(a, b)
-    a_hi, b_hi = _truncate(a, 4), _truncate(b, 6)
+# Explicit mantissa bits a fidelity phase takes from each source register (ISA model).
+SRCA_HI, SRCA_ALL = 4, 9          # SrcA = in1 (weights): hidden + 4, then the next 5
+SRCB_HI = 6                       # SrcB = in0 (activations): hidden + 6, then the next 4
+DST_STEP = 16                     # K depth of one MVMUL: a bf16 Dst is rounded after each
+
+
+def fpu_pairs(in0, in1, fidelity):
+    """(in0 part, in1 part) pairs whose products sum to what `fidelity`'s phases compute."""
+    if fidelity in (MathFidelity.HiFi4, None) or in0.is_meta or numerics.exact_on():
+        return [(in0, in1)]
+    a_hi, b_hi = _truncate(in0, SRCB_HI), _truncate(in1, SRCA_HI)
     if fidelity == MathFidelity.LoFi:
-        return torch.matmul(a_hi, b_hi)
-    if fidelity == MathFidelity.HiFi2:
-        return torch.matmul(a, b_hi)
-    return torch.matmul(a, b_hi) + torch.matmul(a_hi, b - b_hi)   # HiFi3
+        return [(a_hi, b_hi)]
+    pairs = [(a_hi, _truncate(in1, SRCA_ALL))]
+    if fidelity == MathFidelity.HiFi3:
+        pairs.append((in0 - a_hi, b_hi))
+    return pairs
 
 
-def _matmul_data(a, b, cfg):
-    fidelity = MathFidelity.HiFi2 if cfg is None else cfg.math_fidelity
+def fidelity_of(cfg):
+    """The math fidelity a compute kernel config selects (ttnn's matmul default: HiFi2)."""
+    if cfg is None or cfg.math_fidelity == MathFidelity.Invalid:
+        return MathFidelity.HiFi2
+    return cfg.math_fidelity
+
+
+def fpu_matmul(in0, in1, cfg):
+    """in0 @ in1 as the FPU computes it under compute kernel config `cfg` (module doc)."""
+    fidelity = fidelity_of(cfg)
     fp32_acc = cfg is not None and cfg.fp32_dest_acc_en
-    if fp32_acc or a.is_meta:
-        return _fidelity_product(a, b, fidelity)
-    acc = None
-    for k in range(0, a.shape[-1], TILE):       # bf16 accumulator between K blocks
-        part = _fidelity_product(a[..., k:k + TILE], b[..., k:k + TILE, :], fidelity)
-        acc = part if acc is None else numerics.round_bf16(acc + part)
+    if fp32_acc or in0.is_meta or numerics.exact_on():
+        return sum(torch.matmul(a, b) for a, b in fpu_pairs(in0, in1, fidelity))
+    pairs = fpu_pairs(in0, in1, fidelity)
+    acc = 0.0
+    for k in range(0, in0.shape[-1], DST_STEP):       # a bf16 Dst after every 16-deep step
+        part = sum(torch.matmul(a[..., k:k + DST_STEP], b[..., k:k + DST_STEP, :])
+                   for a, b in pairs)
+        acc = numerics.round_bf16(acc + part)
     return acc
+
+
+def _check_2d_mcast(name, pc, a, b, cfg):
+    """What the real 2D-multicast matmul validates about its program config (tile counts)."""
+    grid = a._device.compute_with_storage_grid_size() if a._device else None
+    g = pc.compute_with_storage_grid_size
+    if grid is not None and (g.x > grid.x or g.y > grid.y):
+        raise RuntimeError(f'TT_FATAL: {name}: program config grid {g} exceeds the device grid')
+    mt = -(-math.prod(a.shape[:-1]) // TILE) if pc.fuse_batch else -(-a.shape[-2] // TILE)
+    kt, nt = -(-a.shape[-1] // TILE), -(-b.shape[-1] // TILE)
+    rows, cols = (g.x, g.y) if pc.transpose_mcast else (g.y, g.x)
+    problems = []
+    if kt % pc.in0_block_w:
+        problems.append(f'in0_block_w {pc.in0_block_w} must divide Kt {kt}')
+    if pc.per_core_M % pc.out_subblock_h or pc.per_core_N % pc.out_subblock_w:
+        problems.append(f'out_subblock {pc.out_subblock_h}x{pc.out_subblock_w} must divide '
+                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
+    limit = 4 if cfg is not None and cfg.fp32_dest_acc_en else 8
+    if pc.out_subblock_h * pc.out_subblock_w > limit:
+        problems.append(f'out_subblock_h * out_subblock_w must be <= {limit}')
+    if -(-mt // pc.per_core_M) > rows or -(-nt // pc.per_core_N) > cols:
+        problems.append(f'{mt}x{nt} output tiles need more than the {rows}x{cols} cores at '
+                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
+    if problems:
+        raise RuntimeError(f'TT_FATAL: {name}: ' + '; '.join(problems))
 
 
 def _contract_check(name, a, b):
@@ -103,6 +169,19 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
                                f'grid ({grid.x}x{grid.y})')
     if activation not in (None, 'gelu', 'relu'):
         raise RuntimeError(f'stand-in: {_name}: activation {activation!r} not modelled')
+    if isinstance(program_config, MatmulMultiCoreReuseMultiCastProgramConfig):
+        _check_2d_mcast(_name, program_config, a, b, compute_kernel_config)
+        fused = program_config.fused_activation
+        if fused is not None:
+            if activation is not None:
+                raise RuntimeError(f'TT_FATAL: {_name}: activation= and a program config with a '
+                                   'fused activation together')
+            activation = {UnaryOpType.GELU: 'gelu', UnaryOpType.RELU: 'relu'}.get(
+                fused.op_type)
+            if activation is None:
+                raise RuntimeError(f'stand-in: {_name}: fused {fused.op_type} not modelled')
+    elif program_config is not None:
+        raise RuntimeError(f'stand-in: {_name}: program config {program_config!r} not modelled')
     out_dtype = a.dtype if dtype is None else dtype
     out_shape = tuple(max(x, y) for x, y in zip(a.shape[:-2], b.shape[:-2])) if len(
         b.shape) == len(a.shape) else tuple(a.shape[:-2])
@@ -110,8 +189,8 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
     inputs = [a, b] + ([bias] if bias is not None else [])
 
     def fn(d):
-        y = _matmul_data(tf32_operand(d[0], a.dtype), tf32_operand(d[1], b.dtype),
-                         compute_kernel_config)
+        y = fpu_matmul(tf32_operand(d[0], a.dtype), tf32_operand(d[1], b.dtype),
+                       compute_kernel_config)
         if bias is not None:
             y = y + d[2][..., :1, :]                       # row 0 of the (1, N) bias tile
         if activation == 'gelu':

@@ -3,6 +3,12 @@
 Traps reproduced: split-heads returns K transposed unless `transpose_key=False`; SDPA is causal
 unless `is_causal=False`; non-tile-aligned sequence or head dims raise (their masking is
 unverified on hardware); SDPA chunk sizes must divide the sequence length.
+SDPA numerics: Q K^T and P V through the FPU model of ops_math (Q and P are in0, K^T and V in1)
+under the compute kernel config; the softmax in float32; P and the running output between K
+chunks of the program config (one chunk when there is none) rounded to bf16: tt-metal's SDPA
+keeps its intermediate buffers in bf16 even with fp32_dest_acc_en (sdpa_program_factory.cpp
+`im_df = Float16_b`, tenstorrent/tt-metal #13364). The online-softmax rescaling between chunks is
+not modelled (exact softmax over the whole row).
 """
 from __future__ import annotations
 
@@ -12,8 +18,8 @@ import torch
 
 from . import numerics
 from .launch import launch
-from .ops_math import _require_tile, tf32_operand
-from .types import Layout
+from .ops_math import _require_tile, fpu_matmul, tf32_operand
+from .types import DataType, Layout
 
 TILE = numerics.TILE
 
@@ -96,13 +102,19 @@ def scaled_dot_product_attention(input_tensor_q, input_tensor_k, input_tensor_v,
 
     def fn(d):
         d = [tf32_operand(x, t.dtype) for x, t in zip(d[:3], (q, k, v))] + list(d[3:])
-        att = torch.matmul(d[0], d[1].transpose(-2, -1)) * sc
+        cfg = compute_kernel_config
+        att = fpu_matmul(d[0], d[1].transpose(-2, -1), cfg) * sc
         if attn_mask is not None:
             att = att + d[3]
         if is_causal:
             causal = torch.ones(s, s_kv, dtype=torch.bool, device=att.device).tril()
             att = att.masked_fill(~causal, float('-inf'))
-        y = torch.matmul(torch.softmax(att, dim=-1), d[2])
+        p = numerics.quantize(torch.softmax(att, dim=-1), DataType.BFLOAT16)
+        chunk = s_kv if program_config is None else program_config.k_chunk_size
+        y = 0.0
+        for c in range(0, s_kv, chunk):                 # per K chunk, then into a bf16 buffer
+            y = numerics.quantize(y + fpu_matmul(p[..., c:c + chunk], d[2][..., c:c + chunk, :],
+                                                 cfg), DataType.BFLOAT16)
         return [(numerics.quantize(y, q.dtype), (b, h, s, dh), q.dtype, Layout.TILE)]
     static = (is_causal, sc, repr(program_config), repr(compute_kernel_config))
     return launch('scaled_dot_product_attention', ins, static, fn,

@@ -195,6 +195,31 @@ class SDPAProgramConfig:
         return f'SDPAProgramConfig(grid={g!r}, q={self.q_chunk_size}, k={self.k_chunk_size})'
 
 
+class MatmulMultiCoreReuseMultiCastProgramConfig:
+    """2D-multicast matmul program config (the real signature; checked in ops_math.linear)."""
+
+    def __init__(self, *, compute_with_storage_grid_size, in0_block_w, out_subblock_h,
+                 out_subblock_w, out_block_h=None, out_block_w=None, per_core_M, per_core_N,
+                 transpose_mcast, fused_activation=None, fuse_batch=True,
+                 allowed_worker_cores=None):
+        self.compute_with_storage_grid_size = compute_with_storage_grid_size
+        self.in0_block_w = int(in0_block_w)
+        self.out_subblock_h, self.out_subblock_w = int(out_subblock_h), int(out_subblock_w)
+        self.out_block_h, self.out_block_w = out_block_h, out_block_w
+        self.per_core_M, self.per_core_N = int(per_core_M), int(per_core_N)
+        self.transpose_mcast = bool(transpose_mcast)
+        self.fused_activation = fused_activation
+        self.fuse_batch = fuse_batch
+
+    def __repr__(self) -> str:
+        g = self.compute_with_storage_grid_size
+        act = None if self.fused_activation is None else self.fused_activation.op_type
+        return (f'MatmulMultiCoreReuseMultiCastProgramConfig(grid={g!r}, '
+                f'in0_block_w={self.in0_block_w}, sub={self.out_subblock_h}x'
+                f'{self.out_subblock_w}, per_core={self.per_core_M}x{self.per_core_N}, '
+                f'transpose={self.transpose_mcast}, act={act})')
+
+
 class UnaryWithParam:
     def __init__(self, op_type, param=None, /):
         self.op_type = op_type

@@ -75,37 +75,39 @@ class TtAttention:
         self.heads, self.dh = params['heads'], params['dh']
         self.cross = 'kv' in params
         if self.cross:
-            self.q = TtLinear(ctx, *params['q'], out='inner')
-            self.kv = TtLinear(ctx, *params['kv'], out='inner')
+            self.q = TtLinear(ctx, *params['q'], out='inner', role='qkv')
+            self.kv = TtLinear(ctx, *params['kv'], out='inner', role='qkv')
         else:
-            self.qkv = TtLinear(ctx, *params['qkv'], out='inner')
-        self.proj = TtLinear(ctx, *params['proj'], group='folded', out='residual')
+            self.qkv = TtLinear(ctx, *params['qkv'], out='inner', role='qkv')
+        self.proj = TtLinear(ctx, *params['proj'], group='folded', out='residual',
+                             role='proj')
 
     def __call__(self, x, shape_state, rope=None, y=None):
         """X (1, S, D) [and y (1, S, D) for cross attention] -> (1, S, D)."""
         ttnn = self.ctx.ttnn
+        mem = self.ctx.precision.inner_memory(ttnn)
         if self.cross:
-            q_in, kv_in = self.q(x), self.kv(y)
+            q_in, kv_in = self.q(x, rows=shape_state.rows), self.kv(y, rows=shape_state.rows)
             q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
-                q_in, kv_in, num_heads=self.heads, transpose_key=False)
+                q_in, kv_in, num_heads=self.heads, transpose_key=False, memory_config=mem)
             ttnn.deallocate(q_in)
             ttnn.deallocate(kv_in)
         else:
-            qkv = self.qkv(x)
+            qkv = self.qkv(x, rows=shape_state.rows)
             q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
-                qkv, num_heads=self.heads, transpose_key=False)
+                qkv, num_heads=self.heads, transpose_key=False, memory_config=mem)
             ttnn.deallocate(qkv)
         if rope is not None:
             q, k = rope(q), rope(k)
         o = ttnn.transformer.scaled_dot_product_attention(
             q, k, v, attn_mask=shape_state.attn_mask, is_causal=False, scale=self.dh ** -0.5,
-            program_config=shape_state.sdpa_config,
-            compute_kernel_config=self.ctx.matmul_config())
+            program_config=shape_state.sdpa_config, memory_config=mem,
+            compute_kernel_config=self.ctx.matmul_config('sdpa'))
         for t in (q, k, v):
             ttnn.deallocate(t)
-        o2 = ttnn.transformer.concatenate_heads(o)
+        o2 = ttnn.transformer.concatenate_heads(o, memory_config=mem)
         ttnn.deallocate(o)
-        out = self.proj(o2)
+        out = self.proj(o2, rows=shape_state.rows)
         ttnn.deallocate(o2)
         return out
 

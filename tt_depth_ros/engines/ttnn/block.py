@@ -32,12 +32,12 @@ def residual_step(ctx, x, norm, branch):
 class TtMlp:
     def __init__(self, ctx, params: dict):
         self.ctx = ctx
-        self.fc1 = TtLinear(ctx, *params['fc1'], activation='gelu', out='inner')
-        self.fc2 = TtLinear(ctx, *params['fc2'], group='folded', out='residual')
+        self.fc1 = TtLinear(ctx, *params['fc1'], activation='gelu', out='inner', role='fc1')
+        self.fc2 = TtLinear(ctx, *params['fc2'], group='folded', out='residual', role='fc2')
 
-    def __call__(self, x):
-        h = self.fc1(x)
-        out = self.fc2(h)
+    def __call__(self, x, rows: int | None = None):
+        h = self.fc1(x, rows=rows)
+        out = self.fc2(h, rows=rows)
         self.ctx.ttnn.deallocate(h)
         return out
 
@@ -68,13 +68,14 @@ class TtBlock:
         """Return x + attn(norm1(x)); keeps x."""
         return residual_step(self.ctx, x, self.norm1, lambda h: self.attn(h, shape_state, rope))
 
-    def mlp_step(self, x):
+    def mlp_step(self, x, shape_state=None):
         """Return x + mlp(mlp_norm(x)); keeps x."""
-        return residual_step(self.ctx, x, self.mlp_norm, self.mlp)
+        rows = None if shape_state is None else shape_state.rows
+        return residual_step(self.ctx, x, self.mlp_norm, lambda h: self.mlp(h, rows))
 
     def __call__(self, x, shape_state, rope=None):
         x1 = self.attention_step(x, shape_state, rope)
-        x2 = self.mlp_step(x1)
+        x2 = self.mlp_step(x1, shape_state)
         self.ctx.ttnn.deallocate(x1)
         return x2
 

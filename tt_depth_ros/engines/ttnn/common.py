@@ -81,24 +81,43 @@ class TtLinear:
 
     Args: ctx, w_t [in, out], b (1, out) or None, activation ('gelu'/'relu'), group (weight
     group of precision.py: float32 weights when the preset names it), out ('residual', 'head',
-    'inner': output dtype from the preset; None = the input's dtype).
+    'inner': output dtype from the preset; None = the input's dtype), role (matmul role of
+    precision.ROLES: its fidelity and accumulation; None = the preset's own).
     """
 
     def __init__(self, ctx, w_t: torch.Tensor, b: torch.Tensor | None, activation=None,
-                 group: str | None = None, out: str | None = None):
+                 group: str | None = None, out: str | None = None, role: str | None = None):
         ttnn = ctx.ttnn
         self.ctx = ctx
-        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ttnn, group))
+        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ttnn, group, role))
         self.bias = None if b is None else upload_weight(
-            ctx, b, ctx.precision.bias_dtype(ttnn, group))
+            ctx, b, ctx.precision.bias_dtype(ttnn, group, role))
         self.activation = activation
+        self.role = role
+        self.shape = (int(w_t.shape[0]), int(w_t.shape[1]))        # [in, out]
         self.out_dtype = None if out is None else ctx.precision.act(ttnn, out)
+        inner = ctx.precision.inner_memory(ttnn) if out == 'inner' else None
+        self.out_memory = ttnn.DRAM_MEMORY_CONFIG if inner is None else inner
 
-    def __call__(self, x, program_config=None):
+    def __call__(self, x, program_config=None, rows: int | None = None):
+        """Apply to x (.., rows, in); `rows` lets a program-config preset size the matmul."""
         ttnn = self.ctx.ttnn
-        return ttnn.linear(x, self.weight, bias=self.bias, activation=self.activation,
-                           dtype=self.out_dtype, compute_kernel_config=self.ctx.matmul_config(),
-                           program_config=program_config, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+        activation = self.activation
+        if program_config is None and rows and self.role and self.ctx.precision.program_configs:
+            program_config = self.program_config(rows)
+            activation = None if activation == 'gelu' else activation    # fused in the config
+        return ttnn.linear(x, self.weight, bias=self.bias, activation=activation,
+                           dtype=self.out_dtype,
+                           compute_kernel_config=self.ctx.matmul_config(self.role),
+                           program_config=program_config, memory_config=self.out_memory)
+
+    def program_config(self, rows: int):
+        """The 2D-multicast config of this linear at `rows` token rows (config.py)."""
+        from tt_depth_ros.engines.ttnn.config import linear_program_config
+        k, n = self.shape
+        fp32_acc = self.ctx.precision.matmul_setting(self.role)[1]
+        return linear_program_config(self.ctx.ttnn, self.ctx.grid, rows, k, n,
+                                     gelu=self.activation == 'gelu', fp32_acc=fp32_acc)
 
     def release(self) -> None:
         ttnn = self.ctx.ttnn

@@ -4,6 +4,9 @@ Token rows are padded to a tile multiple (32) so every matmul/SDPA contracts ove
 padded keys are masked with an additive -1e9 (SDPA masking of a non-aligned logical length is
 unverified on hardware, docs/ttnn.md §5). SDPA chunks are the largest of 256/128/64/32 that divide
 the padded length (ttnn requires chunk | length); the SDPA grid is the whole compute grid.
+The ViT linears of a preset with program configs (precision 'fast') get a 2D-multicast matmul
+config sized from their tile counts (linear_program_config); the real library's validation and
+circular-buffer checks in the dry run (test/ttnn_dryrun) are the judge of what fits.
 """
 from __future__ import annotations
 
@@ -48,3 +51,34 @@ def shape_config(height: int, width: int, patch: int, prefix_tokens: int,
     seq = pad_to(tokens)                      # e.g. 721 -> 736 (280x504), 1370 -> 1376 (518^2)
     chunk = next(c for c in (256, 128, 64, 32) if seq % c == 0)
     return ShapeConfig(height, width, gh, gw, tokens, seq, chunk, chunk, core_grid)
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return next(d for d in range(min(n, limit), 0, -1) if n % d == 0)
+
+
+def linear_program_config(ttnn, grid: tuple[int, int], rows: int, k: int, n: int, *,
+                          gelu: bool = False, fp32_acc: bool = True):
+    """2D-multicast program config of a [rows, k] x [k, n] linear over the whole compute grid.
+
+    In tiles (Mt = rows/32, Kt = k/32, Nt = n/32; grid x columns, y rows): each core computes a
+    per_core_M x per_core_N block, per_core_M = ceil(Mt / y), per_core_N = ceil(Nt / x) (DA3-L
+    518x518: Mt 43 -> 5 on 10 rows; qkv Nt 96 -> 9, fc1 128 -> 12, proj/fc2 32 -> 3 on 11 columns).
+    K streams in blocks of in0_block_w tiles (4 when it divides Kt): the circular buffers are
+    double-buffered in0 (per_core_M x 4) and in1 (4 x per_core_N) blocks plus the output block.
+    The output subblock (what the destination register holds at once) is at most 4 tiles with
+    fp32 accumulation, else 8; when it is narrower than per_core_N it is one tile high. GELU is
+    fused into the matmul (no separate unary op over the output).
+    """
+    gx, gy = grid
+    mt, kt, nt = -(-rows // 32), -(-k // 32), -(-n // 32)
+    per_m, per_n = -(-mt // gy), -(-nt // gx)
+    limit = 4 if fp32_acc else 8
+    sub_w = _largest_divisor(per_n, limit)
+    sub_h = 1 if sub_w < per_n else _largest_divisor(per_m, limit // sub_w)
+    return ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(gx, gy), in0_block_w=_largest_divisor(kt, 4),
+        out_subblock_h=sub_h, out_subblock_w=sub_w, per_core_M=per_m, per_core_N=per_n,
+        transpose_mcast=False,
+        fused_activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.GELU) if gelu else None,
+        fuse_batch=True)

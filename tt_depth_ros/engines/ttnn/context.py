@@ -51,8 +51,9 @@ class TtContext:
     active_shape: Any = None       # the input shape being warmed/captured (engine.py)
     shape_uses: dict = field(default_factory=dict)   # shape -> {(TtConv2d, hw)} it uses
 
-    def matmul_config(self):
-        return self.precision.kernel_config(self.ttnn)
+    def matmul_config(self, role: str | None = None):
+        """Compute kernel config of a matmul of `role` (precision.ROLES; None: the preset's)."""
+        return self.precision.kernel_config(self.ttnn, role)
 
 
 def open_device(ttnn, device_id: int, trace_bytes: int, logger: Optional[Any] = None):

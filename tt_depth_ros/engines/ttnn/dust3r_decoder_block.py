@@ -34,7 +34,7 @@ class TtDecoderBlock:
         x2 = residual_step(self.ctx, x1, self.norm2,
                            lambda h: self._cross(h, y, shape_state, rope))
         ttnn.deallocate(x1)
-        out = self.block.mlp_step(x2)
+        out = self.block.mlp_step(x2, shape_state)
         ttnn.deallocate(x2)
         return out
 

@@ -15,6 +15,7 @@ MASK_VALUE = -1e9   # added to scores of padded keys; exp underflows to exactly 
 class AttentionState:
     attn_mask: Any
     sdpa_config: Any
+    rows: int = 0          # token rows of the activations (padded to a tile multiple)
 
 
 def attention_state(ctx, sc) -> AttentionState:
@@ -27,7 +28,7 @@ def attention_state(ctx, sc) -> AttentionState:
     grid = ttnn.CoreCoord(sc.core_grid[0], sc.core_grid[1])
     cfg = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=grid,
                                  q_chunk_size=sc.q_chunk, k_chunk_size=sc.k_chunk)
-    return AttentionState(mask, cfg)
+    return AttentionState(mask, cfg, sc.seq)
 
 
 def release_attention_state(ctx, st: AttentionState) -> None:

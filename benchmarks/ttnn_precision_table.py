@@ -1,0 +1,168 @@
+"""Accuracy of every ttnn precision preset on the CPU stand-in vs the fp32 golden outputs (printed).
+
+    .venv/bin/python benchmarks/ttnn_precision_table.py --model da3-tiny [--model da3-large ...]
+        [--preset fast --preset bfloat16 ...] [--variant 'fc1=HiFi2' --variant 'sdpa=LoFi/bf16']
+        [--estimate-json ESTIMATE.json ...]
+
+The stand-in (test/support/ttnn_standin) rounds like the device: bf16 / bfloat8_b storage (bit
+for bit with the real library's host conversion: test/ttnn_conformance), the FPU's operand
+truncation per math fidelity and a bf16 destination without fp32 accumulation (ops_math.py
+documents the model; not bit-exact). Per preset it prints DA3 depth PCC / max relative error or
+DUSt3R pts3d PCC (both views) against the golden fp32 outputs, with the issue's gates (DA3METRIC-
+LARGE depth PCC >= 0.9998, DUSt3R pts3d >= 0.995; tiny models: the same numbers, for mechanics).
+`--variant` runs the 'fast' preset with some settings changed (variant(): matmul roles as
+role=FIDELITY[/bf16], /bf16 turning fp32 accumulation off; activation dtypes; weight groups): the
+measurement of which matmuls need HiFi2 or fp32 accumulation and where float32 is needed.
+`--estimate-json` (benchmarks/ttnn_estimate.py --json, one per preset run with --dtype) adds
+the estimated p150 time of that preset (calibrated, ms) to its row.
+Models: da3-tiny (280x504), da3-large (280x504, ~1-2 min a preset on 2 cores), dust3r-tiny
+(80x112), dust3r-large (384x512, several minutes a preset).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / 'test')]
+
+GATES = {'da3': 0.9998, 'dust3r': 0.995}
+ENGINE = {'da3-tiny': 'da3metric-tiny', 'da3-large': 'da3metric-large',
+          'dust3r-tiny': 'dust3r-tiny', 'dust3r-large': 'dust3r-vitl-512-dpt'}
+
+
+def pcc(a, b) -> float:
+    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
+                             np.asarray(b, np.float64).ravel())[0, 1])
+
+
+def state_dict(model: str):
+    import torch
+
+    from support import dust3r_data
+    from support.da3_fixtures import large_key_shapes, tiny_key_shapes
+    from support.weight_rule import rule_v1_state_dict
+    shapes = {'da3-tiny': tiny_key_shapes, 'da3-large': large_key_shapes,
+              'dust3r-tiny': dust3r_data.tiny_key_shapes,
+              'dust3r-large': lambda: {k['key']: tuple(k['shape'])
+                                       for k in dust3r_data.full_keys()}}[model]()
+    return {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(shapes).items()}
+
+
+def measure(model: str, sd, dtype) -> dict:
+    """One forward of `model` under precision `dtype` on the golden input -> PCC figures."""
+    from support import dust3r_data
+    from support.da3_fixtures import DATA as DA3_DATA
+    from support.da3_fixtures import load_png_rgb
+    from tt_depth_ros.engines.ttnn import build_ttnn_engine
+    t0 = time.perf_counter()
+    with build_ttnn_engine(ENGINE[model], state_dict=sd, dtype=dtype) as eng:
+        if model.startswith('da3'):
+            case = 'large_280x504' if model == 'da3-large' else 'tiny_280x504'
+            g = np.load(DA3_DATA / f'{case}.npz')
+            out = eng.infer(load_png_rgb(f'{case}.png'))
+            ref = g['depth'][0]
+            rel = np.abs(out['depth'] - ref) / ref
+            res = {'pcc': pcc(out['depth'], ref), 'max_rel': float(rel.max())}
+        else:
+            name, hw = ('full_384x512_grid4', '384x512') if model == 'dust3r-large' else \
+                ('tiny_80x112', '80x112')
+            g = dust3r_data.fixture(name)
+            out = eng.infer(*dust3r_data.pair_u8(hw))
+            ps = []
+            for v, key in ((1, 'pts3d'), (2, 'pts3d_in_other_view')):
+                pts = out[f'pts3d_{v}']
+                if 'rows' in g:
+                    pts = pts[np.ix_(g['rows'], g['cols'])]
+                ps.append(pcc(pts, g[key][0]))
+            res = {'pcc': min(ps), 'pcc_views': ps}
+    res['wall_s'] = round(time.perf_counter() - t0, 1)
+    return res
+
+
+def variant(spec: str, family: str = 'da3'):
+    """'fc1=HiFi2,sdpa=LoFi/bf16,residual=float32,fp32w=norm+head' -> a changed 'fast' Precision.
+
+    role=FIDELITY[/bf16] sets a matmul role (/bf16: no fp32 accumulation), rolew=DTYPE its
+    weights (fc1w=bfloat8_b); residual=, head=,
+    inner= set activation dtypes, weights= the bulk weight dtype; fp32w= / bf16w= set the
+    float32 / bf16 weight groups.
+    """
+    from tt_depth_ros.engines.ttnn.precision import parse_precision
+    base = parse_precision('fast', family)
+    roles = {r[0]: tuple(r[1:]) for r in base.roles}
+    fields = {}
+    for item in spec.split(','):
+        key, _, setting = (v.strip() for v in item.partition('='))
+        if key in ('residual', 'head', 'inner', 'weights'):
+            fields[key] = setting
+        elif key in ('fp32w', 'bf16w'):
+            fields['fp32_weights' if key == 'fp32w' else 'bf16_weights'] = tuple(
+                g for g in setting.split('+') if g)
+        elif key.endswith('w') and key[:-1] in roles:           # e.g. fc1w=bfloat8_b
+            roles[key[:-1]] = roles[key[:-1]][:2] + (setting,)
+        else:
+            fid, _, acc = setting.partition('/')
+            roles[key] = (fid, acc != 'bf16') + roles.get(key, ())[2:]
+    return dataclasses.replace(base, name=f'fast[{spec}]', **fields,
+                               roles=tuple((r,) + v for r, v in roles.items()))
+
+
+def estimates(paths) -> dict:
+    """{(engine model, preset): {size: calibrated ms}} from ttnn_estimate.py --json files."""
+    out: dict = {}
+    for p in paths:
+        data = json.loads(Path(p).read_text())
+        for r in data['runs']:
+            key = (r.get('engine_model'), r.get('precision'))
+            out[key] = {s: e['total']['calibrated_ms'] for s, e in r['sizes'].items()}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--model', action='append', choices=sorted(ENGINE))
+    ap.add_argument('--preset', action='append', help='default: every preset of the family')
+    ap.add_argument('--variant', action='append', default=[])
+    ap.add_argument('--estimate-json', action='append', default=[])
+    a = ap.parse_args(argv)
+    import support.ttnn_standin as standin
+    from tt_depth_ros.engines.ttnn.precision import DA3_ONLY, PRESETS
+    sys.modules['ttnn'] = standin
+    import os
+    os.environ['TT_DEPTH_ROS_TTNN_CACHE'] = 'off'
+    est = estimates(a.estimate_json)
+    print('ttnn precision presets on the CPU stand-in vs fp32 golden (stand-in numerics: '
+          'bf16/bfloat8_b storage, FPU fidelity + Dst model; NOT a device measurement)')
+    for model in a.model or ['da3-tiny', 'dust3r-tiny']:
+        fam = 'da3' if model.startswith('da3') else 'dust3r'
+        presets = a.preset or [p for p in PRESETS if fam == 'da3' or p not in DA3_ONLY]
+        sd = state_dict(model)
+        metric = 'depth PCC / max rel' if fam == 'da3' else 'pts3d PCC (min of views)'
+        print(f'\n{model} ({ENGINE[model]}), gate {GATES[fam]}: {metric}')
+        print(f'| {"preset":<34} | {"PCC":>9} | {"max rel":>7} | gate | est. ms | wall s |')
+        print(f'|{"-" * 36}|{"-" * 11}|{"-" * 9}|------|---------|--------|')
+        runs = [(p, p) for p in presets] + [(f'fast[{v}]', variant(v, fam)) for v in a.variant]
+        for name, dtype in runs:
+            r = measure(model, sd, dtype)
+            ms = est.get((ENGINE[model], name), {})
+            ms_txt = ' / '.join(f'{v:.1f}' for v in ms.values()) or '-'
+            rel = f'{r["max_rel"]:.4f}' if 'max_rel' in r else '-'
+            ok = 'yes' if r['pcc'] >= GATES[fam] else 'NO'
+            print(f'| {name:<34} | {r["pcc"]:.6f} | {rel:>7} | {ok:>4} | {ms_txt:>7} | '
+                  f'{r["wall_s"]:>6} |', flush=True)
+            gc.collect()
+        del sd
+        gc.collect()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
