@@ -57,11 +57,11 @@ _DATA_MOVEMENT = ('reshape', 'view', 'permute', 'transpose', 'concat', 'slice', 
                   'to_memory_config', 'tomemoryconfig', 'nlp', 'halo')
 
 # Engine source files whose ops form each group (the innermost matching frame of the call stack).
-_HEAD_FILES = ('da3_head.py', 'dpt_neck.py', 'dpt_fusion.py', 'dpt_output.py', 'resize.py',
-               'dust3r_dpt_head.py')
-# (the CroCo decoder's cross-attention residual step is called from dust3r_decoder_block.py)
-_ATTENTION_MARKS = ('attention.py', 'rope2d.py', '(attention_step)', '(_cross)',
-                    'dust3r_decoder_block.py')
+_HEAD_FILES = ('ttnn/da3/head.py', 'ttnn/dust3r/dpt_head.py', 'layers/dpt_neck.py',
+               'layers/dpt_fusion.py', 'layers/dpt_output.py', 'layers/resize.py')
+# (the CroCo decoder's cross-attention residual step is called from dust3r/decoder_block.py)
+_ATTENTION_MARKS = ('layers/attention.py', 'layers/rope2d.py', '(attention_step)', '(_cross)',
+                    'ttnn/dust3r/decoder_block.py')
 _MLP_MARKS = ('(mlp_step)',)
 
 

@@ -3,7 +3,7 @@
 Run: `.venv/bin/python test/ttnn_conformance/check.py` (also run by test_ttnn_conformance.py).
 1. Creates (once; cached in `.venv-ttnn/`) a Python 3.12 virtualenv holding the real
    `ttnn==0.81.1` wheel from PyPI (cp310/cp312 only; needs numpy<2). No device is needed.
-2. Scans the engine sources (`tt_depth_ros/engines/ttnn/*.py`; they name the module `ttnn`) for
+2. Scans the engine sources (`tt_depth_ros/engines/ttnn/**/*.py`; they name the module `ttnn`) for
    every `ttnn.<attr>` they use and every call's positional count and keywords; checks each
    exists in the real package and that some real overload accepts that call.
 3. Checks the stand-in's signature of each used callable against the real one: same parameter
@@ -40,7 +40,7 @@ ROOT = HERE.parents[1]
 TTNN_VERSION = '0.81.1'
 VENV = ROOT / '.venv-ttnn'
 MOCK_DESC = HERE / 'p150_mock_cluster_desc.yaml'
-ENGINE_GLOB = str(ROOT / 'tt_depth_ros' / 'engines' / 'ttnn' / '*.py')
+ENGINE_GLOB = str(ROOT / 'tt_depth_ros' / 'engines' / 'ttnn' / '**' / '*.py')   # and subfolders
 
 
 class ConformanceUnavailable(RuntimeError):
@@ -269,8 +269,8 @@ def engine_weight_inputs() -> dict:
 
     from support.da3_fixtures import tiny_key_shapes
     from support.weight_rule import rule_v1_state_dict
-    from tt_depth_ros.engines.ttnn.attention import self_attention_params
-    from tt_depth_ros.engines.ttnn.block import mlp_params
+    from tt_depth_ros.engines.ttnn.layers.attention import self_attention_params
+    from tt_depth_ros.engines.ttnn.layers.block import mlp_params
     from tt_depth_ros.models.weight_rule import rule_v1_tensor
     shapes = {k: v for k, v in tiny_key_shapes().items() if k.startswith(BLOCK0)}
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(shapes).items()}
@@ -326,7 +326,7 @@ def run(engine_paths=None, *, usage=None, standin=None, py=None) -> tuple[list[s
         import support.ttnn_standin as standin
     py = py or ensure_venv()
     if usage is None:
-        paths = sorted(engine_paths or glob.glob(ENGINE_GLOB))
+        paths = sorted(engine_paths or glob.glob(ENGINE_GLOB, recursive=True))
         usage = engine_usage(paths)
     real = real_signatures(py, usage)
     problems = check_usage(usage, real) + check_standin(usage, standin, real)

@@ -26,7 +26,7 @@ def test_matmul_cycles_scale_with_fidelity_and_cores():
                                                             t((k, n), buffer='L1')],
            'outputs': [t((1, m, n), buffer='L1')], 'math_fidelity': 'HiFi2', 'cores': 100,
            'stack': ['tt_depth_ros/engines/ttnn/common.py:1 (__call__)',
-                     'tt_depth_ros/engines/ttnn/block.py:2 (mlp_step)']}
+                     'tt_depth_ros/engines/ttnn/layers/block.py:2 (mlp_step)']}
     c = cost.op_cost(rec, 130)
     cycles = 2 * m * k * n / (100 * 4096) * 2                  # HiFi2: two passes
     assert c.flops == 2 * m * k * n
@@ -39,7 +39,7 @@ def test_matmul_cycles_scale_with_fidelity_and_cores():
 def test_dram_bound_eltwise_is_priced_by_bytes():
     x = t((1, 1, 1024, 1024))                                   # 2 MiB of bf16
     rec = {'device_op': 'BinaryNgDeviceOperation', 'inputs': [x, x], 'outputs': [x],
-           'cores': 110, 'stack': ['tt_depth_ros/engines/ttnn/block.py:1 (attention_step)']}
+           'cores': 110, 'stack': ['tt_depth_ros/engines/ttnn/layers/block.py:1 (attention_step)']}
     c = cost.op_cost(rec, 110)
     assert c.flops == 0 and c.compute_s == 0 and c.bound == 'DRAM'
     assert c.dram_bytes == 3 * 1024 * 1024 * 2
@@ -55,15 +55,16 @@ def test_sdpa_and_groups():
     q = t((1, 16, 1376, 64))
     rec = {'device_op': 'SDPAOperation', 'inputs': [q, q, q], 'outputs': [q],
            'math_fidelity': 'HiFi4', 'cores': 110,
-           'stack': ['tt_depth_ros/engines/ttnn/attention.py:9 (__call__)']}
+           'stack': ['tt_depth_ros/engines/ttnn/layers/attention.py:9 (__call__)']}
     c = cost.op_cost(rec, 110)
     assert c.flops == 4 * 16 * 1376 * 1376 * 64 and c.group == 'attention'
     assert cost.group_of({'device_op': 'LayerNormDeviceOperation', 'stack': []}) == 'norm'
     assert cost.group_of({'device_op': 'PermuteDeviceOperation', 'stack': []}) == \
         'data movement'
     assert cost.group_of({'device_op': 'Conv2dDeviceOperation',
-                          'stack': ['tt_depth_ros/engines/ttnn/conv.py:1 (__call__)',
-                                    'tt_depth_ros/engines/ttnn/dpt_fusion.py:1 (x)']}) == 'head'
+                          'stack': ['tt_depth_ros/engines/ttnn/layers/conv.py:1 (__call__)',
+                                    'tt_depth_ros/engines/ttnn/layers/dpt_fusion.py:1 (x)']}) \
+        == 'head'
 
 
 def test_calibration_on_the_vit_base_demo():

@@ -20,12 +20,12 @@ def _family(spec: registry.ModelSpec, config):
     """
     model = spec.name
     if spec.family == 'da3':
-        from tt_depth_ros.engines.ttnn.da3_model import TtDA3
+        from tt_depth_ros.engines.ttnn.da3.model import TtDA3
         from tt_depth_ros.engines.weights import read_state_dict
         from tt_depth_ros.models.da3.checkpoint import map_state_dict
         from tt_depth_ros.models.da3.config import CONFIGS
         return TtDA3, config or CONFIGS.get(model), map_state_dict, read_state_dict
-    from tt_depth_ros.engines.ttnn.dust3r_model import TtDust3r
+    from tt_depth_ros.engines.ttnn.dust3r.model import TtDust3r
     from tt_depth_ros.models.dust3r.checkpoint import map_state_dict, read_checkpoint
     from tt_depth_ros.models.dust3r.config import CONFIGS
     return TtDust3r, config or CONFIGS.get(model), map_state_dict, read_checkpoint

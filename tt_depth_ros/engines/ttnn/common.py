@@ -14,12 +14,7 @@ from __future__ import annotations
 
 import torch
 
-TILE = 32
-
-
-def pad_to(n: int, m: int = TILE) -> int:
-    """N rounded up to a multiple of m."""
-    return -(-n // m) * m
+from tt_depth_ros.engines.ttnn.config import TILE, linear_program_config, pad_to  # noqa: F401
 
 
 def upload(ctx, t: torch.Tensor, dtype=None, layout=None):
@@ -113,7 +108,6 @@ class TtLinear:
 
     def program_config(self, rows: int):
         """The 2D-multicast config of this linear at `rows` token rows (config.py)."""
-        from tt_depth_ros.engines.ttnn.config import linear_program_config
         k, n = self.shape
         fp32_acc = self.ctx.precision.matmul_setting(self.role)[1]
         return linear_program_config(self.ctx.ttnn, self.ctx.grid, rows, k, n,

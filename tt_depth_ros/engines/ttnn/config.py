@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tt_depth_ros.engines.ttnn.common import pad_to
+TILE = 32
+"""Tile side of ttnn's TILE layout (elements)."""
+
+
+def pad_to(n: int, m: int = TILE) -> int:
+    """N rounded up to a multiple of m."""
+    return -(-n // m) * m
 
 
 @dataclass(frozen=True)

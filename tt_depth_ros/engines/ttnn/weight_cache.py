@@ -39,7 +39,7 @@ def state_fingerprint(sd: Mapping[str, torch.Tensor]) -> str:
 def code_fingerprint() -> str:
     """Hash of this package's sources: a conversion change invalidates the cache."""
     h = hashlib.sha256()
-    for p in sorted(Path(__file__).parent.glob('*.py')):
+    for p in sorted(Path(__file__).parent.rglob('*.py')):   # with layers/, da3/, dust3r/
         h.update(p.read_bytes())
     return h.hexdigest()
 

@@ -8,8 +8,8 @@ this block with a cross-attention step between them.
 """
 from __future__ import annotations
 
-from tt_depth_ros.engines.ttnn.attention import TtAttention, self_attention_params
 from tt_depth_ros.engines.ttnn.common import TtLayerNorm, TtLinear, linear_params
+from tt_depth_ros.engines.ttnn.layers.attention import TtAttention, self_attention_params
 
 
 def mlp_params(sd, prefix: str, gamma=None) -> dict:

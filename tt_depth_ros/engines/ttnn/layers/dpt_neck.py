@@ -10,9 +10,9 @@ is the precision preset's 'head' group.
 from __future__ import annotations
 
 from tt_depth_ros.engines.ttnn.common import TtLinear
-from tt_depth_ros.engines.ttnn.conv import TtConv2d, conv1x1_params
-from tt_depth_ros.engines.ttnn.dpt_fusion import TtDPTFusion
-from tt_depth_ros.engines.ttnn.resize import TtResize
+from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d, conv1x1_params
+from tt_depth_ros.engines.ttnn.layers.dpt_fusion import TtDPTFusion
+from tt_depth_ros.engines.ttnn.layers.resize import TtResize
 from tt_depth_ros.models.layers.dpt_fusion import UPSAMPLE_MODES
 
 # (stride, padding, transposed) of the level resizes; None = identity (stride 16 stays)

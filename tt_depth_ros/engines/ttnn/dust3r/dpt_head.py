@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 
 from tt_depth_ros.engines.ttnn.common import upload
-from tt_depth_ros.engines.ttnn.conv import conv1x1_params
-from tt_depth_ros.engines.ttnn.dpt_neck import TtDPTNeck
-from tt_depth_ros.engines.ttnn.dpt_output import TtDPTOutput
+from tt_depth_ros.engines.ttnn.layers.conv import conv1x1_params
+from tt_depth_ros.engines.ttnn.layers.dpt_neck import TtDPTNeck
+from tt_depth_ros.engines.ttnn.layers.dpt_output import TtDPTOutput
 
 
 class TtDust3rDPT:

@@ -9,8 +9,8 @@ path1). Which weights fill the convs (DA3 merges depth and sky) is the head's bu
 from __future__ import annotations
 
 from tt_depth_ros.engines.ttnn.common import TtLinear
-from tt_depth_ros.engines.ttnn.conv import TtConv2d
-from tt_depth_ros.engines.ttnn.resize import TtResize
+from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d
+from tt_depth_ros.engines.ttnn.layers.resize import TtResize
 
 
 class TtDPTOutput:

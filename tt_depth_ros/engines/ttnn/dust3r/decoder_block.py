@@ -7,9 +7,9 @@ LayerScale); this block adds the cross-attention step between them.
 """
 from __future__ import annotations
 
-from tt_depth_ros.engines.ttnn.attention import TtAttention, cross_attention_params
-from tt_depth_ros.engines.ttnn.block import TtBlock, residual_step
 from tt_depth_ros.engines.ttnn.common import TtLayerNorm
+from tt_depth_ros.engines.ttnn.layers.attention import TtAttention, cross_attention_params
+from tt_depth_ros.engines.ttnn.layers.block import TtBlock, residual_step
 
 
 class TtDecoderBlock:

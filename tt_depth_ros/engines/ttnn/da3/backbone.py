@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from tt_depth_ros.engines.ttnn.block import TtBlock
 from tt_depth_ros.engines.ttnn.common import TtLayerNorm, upload
-from tt_depth_ros.engines.ttnn.conv import TtConv2d
+from tt_depth_ros.engines.ttnn.layers.block import TtBlock
+from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d
 from tt_depth_ros.models.layers.pos_embed import resample_pos_embed
 
 MEAN = (0.485, 0.456, 0.406)

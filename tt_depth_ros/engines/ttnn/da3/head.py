@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 
 from tt_depth_ros.engines.ttnn.common import linear_params, upload
-from tt_depth_ros.engines.ttnn.dpt_neck import TtDPTNeck
-from tt_depth_ros.engines.ttnn.dpt_output import TtDPTOutput
+from tt_depth_ros.engines.ttnn.layers.dpt_neck import TtDPTNeck
+from tt_depth_ros.engines.ttnn.layers.dpt_output import TtDPTOutput
 
 H = 'head.'
 S = 'head.scratch.'

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from tt_depth_ros.engines.ttnn.common import image_to_tile
-from tt_depth_ros.engines.ttnn.da3_backbone import TtDA3Backbone
-from tt_depth_ros.engines.ttnn.da3_head import TtDA3Head
+from tt_depth_ros.engines.ttnn.da3.backbone import TtDA3Backbone
+from tt_depth_ros.engines.ttnn.da3.head import TtDA3Head
 from tt_depth_ros.engines.ttnn.shape_state import attention_state, release_attention_state
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_depth_ros.engines.ttnn.block import TtBlock
 from tt_depth_ros.engines.ttnn.common import (
     TtLayerNorm,
     TtLinear,
@@ -17,11 +16,12 @@ from tt_depth_ros.engines.ttnn.common import (
     pad_to,
     upload,
 )
-from tt_depth_ros.engines.ttnn.conv import TtConv2d
-from tt_depth_ros.engines.ttnn.da3_backbone import fold_normalisation
-from tt_depth_ros.engines.ttnn.dust3r_decoder_block import TtDecoderBlock
-from tt_depth_ros.engines.ttnn.dust3r_dpt_head import TtDust3rDPT
-from tt_depth_ros.engines.ttnn.rope2d import TtRoPE, rope_tables, rotation_matrix
+from tt_depth_ros.engines.ttnn.da3.backbone import fold_normalisation
+from tt_depth_ros.engines.ttnn.dust3r.decoder_block import TtDecoderBlock
+from tt_depth_ros.engines.ttnn.dust3r.dpt_head import TtDust3rDPT
+from tt_depth_ros.engines.ttnn.layers.block import TtBlock
+from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d
+from tt_depth_ros.engines.ttnn.layers.rope2d import TtRoPE, rope_tables, rotation_matrix
 from tt_depth_ros.engines.ttnn.shape_state import attention_state, release_attention_state
 
 MEAN = (0.5, 0.5, 0.5)

@@ -7,7 +7,7 @@ applies RCU2, resizes (bilinear, align_corners=True, per-shape TtResize) and app
 from __future__ import annotations
 
 from tt_depth_ros.engines.ttnn.common import TtLinear
-from tt_depth_ros.engines.ttnn.conv import TtConv2d, conv1x1_params
+from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d, conv1x1_params
 
 
 class TtResidualConvUnit:
