@@ -75,7 +75,7 @@ def reprice(path: str, efficiency=None) -> list[dict]:
     return runs
 
 
-# The p150 targets (docs/DESIGN.md §4), per engine model and size (HxW).
+# The p150 targets (docs/design.md §4), per engine model and size (HxW).
 TARGETS_MS = {('da3metric-large', '518x518'): 14.93, ('dust3r-vitl-512-dpt', '384x512'): 27.7}
 
 
