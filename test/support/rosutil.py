@@ -116,11 +116,25 @@ class RosProbe:
         return None if res is None else bool(res.success)
 
     def get_state(self, node: str, timeout: float = 10.0) -> str:
-        """Current lifecycle state label of `node`."""
-        res = self.call(GetState, f'{node}/get_state', GetState.Request(), timeout)
-        if res is None:
-            raise TimeoutError(f'{node}/get_state did not answer')
-        return res.current_state.label
+        """Current lifecycle state label of `node`.
+
+        GetState is idempotent, so an unanswered request is sent again (every 5 s at most): under
+        load a DDS service can be "available" before its reply writer has matched our reader, and
+        the one reply of that first request then goes nowhere.
+        """
+        deadline = time.monotonic() + timeout
+        why = 'did not answer'
+        while time.monotonic() < deadline:
+            try:
+                res = self.call(GetState, f'{node}/get_state', GetState.Request(),
+                                max(0.5, min(5.0, deadline - time.monotonic())))
+            except TimeoutError as err:   # the service not discovered yet
+                why = str(err)
+                continue
+            if res is not None:
+                return res.current_state.label
+            why = 'did not answer'
+        raise TimeoutError(f'{node}/get_state: {why} (within {timeout} s)')
 
     def wait_state(self, node: str, label: str, timeout: float = 60.0) -> None:
         """Poll get_state until `node` reports `label`.
