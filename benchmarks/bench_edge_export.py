@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Edge-export runtimes side by side: torch-cpu fp32 / bf16, onnxruntime fp32, LiteRT fp32 / fp16.
+"""Edge runtimes side by side: torch-cpu fp32 / bf16 / cpu-fast, onnxruntime, LiteRT fp32 / fp16.
 
 Not a test: it prints figures. For each model and size it exports the ONNX and the LiteRT files
 (`tt-depth export`'s functions: the LiteRT fp16 file comes from the same conversion), then times
@@ -115,13 +115,15 @@ def bench(name: str, size: tuple[int, int], a, out_dir: Path) -> list[tuple]:
         t0 = time.perf_counter()
         export_da3_litert(name, size, tfl, state_dict=state, also_fp16=fp16)
         conv['litert'] = f'{time.perf_counter() - t0:.0f}'
-    engines = [build_torch_engine(name, state_dict=state),
-               build_torch_engine(name, state_dict=state, dtype='bfloat16')]
-    fns = {'torch-cpu fp32': lambda: engines[0].infer(rgb)['depth'],
-           'torch-cpu bf16': lambda: engines[1].infer(rgb)['depth']}
+    torch_rows = {'torch-cpu fp32': 'float32', 'torch-cpu bf16': 'bfloat16',
+                  'torch-cpu cpu-fast': 'cpu-fast'}
+    engines, fns = [], {}
+    for label, dtype in torch_rows.items():
+        engines.append(build_torch_engine(name, state_dict=state, dtype=dtype))
+        fns[label] = lambda eng=engines[-1]: eng.infer(rgb)['depth']
     if not a.no_onnx:
         engines.append(OnnxRuntimeEngine(onnx, model=name, threads=a.threads))
-        fns['onnxruntime fp32'] = lambda: engines[2].infer(rgb)['depth']
+        fns['onnxruntime fp32'] = lambda eng=engines[-1]: eng.infer(rgb)['depth']
     x = np.ascontiguousarray(normalize(rgb)[None].transpose(0, 2, 3, 1), np.float32)
     files = {'LiteRT XNNPACK fp32': tfl, 'LiteRT XNNPACK fp16': fp16}
     for label, path in files.items():

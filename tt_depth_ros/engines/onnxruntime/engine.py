@@ -82,6 +82,10 @@ class OnnxRuntimeEngine(Engine):
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = int(threads)
+        # idle pool threads sleep instead of spinning after each run: spinning kept the cores
+        # busy through the node's own per-frame work and whatever else runs on the robot (a
+        # torch forward after one slowed ~4x in bench_edge_export); waking costs microseconds
+        opts.add_session_config_entry('session.intra_op.allow_spinning', '0')
         if provider != 'CPUExecutionProvider':
             opts.add_session_config_entry('session.disable_cpu_ep_fallback', '1')
         try:
