@@ -191,3 +191,29 @@ def test_missing_converter_package_is_named(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match='needs the Python package.*onnxscript: pip install'):
         export_da3_onnx('da3metric-tiny', SIZE, tmp_path / 'x.onnx', exporter='dynamo',
                         state_dict=tiny_state_dict())
+
+
+def test_many_external_tensor_files_become_one_data_file(metric, tmp_path):
+    """A model torch.onnx wrote with one file per tensor (the > 2 GB case: DA3METRIC-LARGE) lands
+    as <name>.onnx + <name>.onnx.data, nothing else, and runs the same in onnxruntime."""
+    import onnx
+    import onnxruntime as ort
+
+    from tt_depth_ros.engines.export.onnx_da3 import _place, external_data_path
+    out, _ = metric
+    scattered = tmp_path / 'exporter' / out.name
+    scattered.parent.mkdir()
+    onnx.save_model(onnx.load(str(out)), str(scattered), save_as_external_data=True,
+                    all_tensors_to_one_file=False, size_threshold=0)
+    assert len(list(scattered.parent.iterdir())) > 20     # one file per tensor
+    dest = tmp_path / 'final' / 'model.onnx'
+    dest.parent.mkdir()
+    _place(onnx, scattered, dest)
+    assert sorted(p.name for p in dest.parent.iterdir()) == ['model.onnx', 'model.onnx.data']
+    assert external_data_path(dest).stat().st_size > dest.stat().st_size
+    onnx.checker.check_model(str(dest), full_check=True)
+    x = np.random.default_rng(0).standard_normal((1, 3, *SIZE)).astype(np.float32)
+    runs = [ort.InferenceSession(str(p), providers=['CPUExecutionProvider']).run(None, {'image': x})
+            for p in (out, dest)]
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)

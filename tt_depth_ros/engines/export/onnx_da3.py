@@ -15,6 +15,8 @@ is refused: its metric alignment step is not part of this export.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -79,6 +81,30 @@ def _versions() -> dict:
             'onnxruntime': onnxruntime.__version__, 'tt_depth_ros': package_version()}
 
 
+def external_data_path(out: Path) -> Path:
+    """Where a large model's weights go beside `out`: one `<name>.data` file."""
+    return out.with_name(out.name + '.data')
+
+
+def _place(onnx, raw: Path, out: Path):
+    """Move the exporter's file to `out`; its weights in one `<name>.data` file if it made many.
+
+    torch.onnx writes a model whose protobuf would pass 2 GB with one external-data file per
+    tensor next to it (hundreds for DA3METRIC-LARGE); onnxruntime reads the consolidated form
+    from the model's folder just the same. Returns the loaded model (weights in memory).
+    """
+    proto = onnx.load(str(raw))     # external tensors are read into memory here
+    for stale in (out, external_data_path(out)):
+        stale.unlink(missing_ok=True)
+    if any(p != raw for p in raw.parent.iterdir()):
+        onnx.save_model(proto, str(out), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=external_data_path(out).name,
+                        size_threshold=1024)
+    else:
+        shutil.move(str(raw), str(out))
+    return proto
+
+
 def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype: str = 'fp32',
                     weights: Optional[str] = None, revision: Optional[str] = None,
                     state_dict: Optional[Mapping[str, Any]] = None, opset: int = DEFAULT_OPSET,
@@ -130,17 +156,20 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
     import warnings
 
     import onnx
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter('ignore')   # tracer notes on the fixed-size python ints
-        graph(x)                          # fills the per-size constants (set_export)
-        kw = dict(input_names=[INPUT_NAME], output_names=names, opset_version=int(opset))
-        if exporter == 'dynamo':
-            torch.onnx.export(graph, (x,), str(out), dynamo=True, external_data=False, **kw)
-        else:
-            torch.onnx.export(graph, (x,), str(out), dynamo=False, do_constant_folding=True,
-                              **kw)
-    proto = onnx.load(str(out))
-    onnx.checker.check_model(proto, full_check=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f'.{out.stem}-export-') as tmp:
+        raw = Path(tmp) / out.name
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter('ignore')   # tracer notes on the fixed-size python ints
+            graph(x)                          # fills the per-size constants (set_export)
+            kw = dict(input_names=[INPUT_NAME], output_names=names, opset_version=int(opset))
+            if exporter == 'dynamo':
+                torch.onnx.export(graph, (x,), str(raw), dynamo=True, external_data=False,
+                                  **kw)
+            else:
+                torch.onnx.export(graph, (x,), str(raw), dynamo=False,
+                                  do_constant_folding=True, **kw)
+        proto = _place(onnx, raw, out)
+    onnx.checker.check_model(str(out), full_check=True)   # by path: > 2 GB models too
     ops: dict[str, int] = {}
     for node in proto.graph.node:
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
@@ -154,7 +183,11 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
                      'operators': dict(sorted(ops.items()))},
         'versions': _versions(),
     }
-    write_sidecar(out, {**data, 'file_sha256': sha256_file(out)})
+    data['file_sha256'] = sha256_file(out)
+    if external_data_path(out).is_file():
+        data['external_data'] = {'file': external_data_path(out).name,
+                                 'sha256': sha256_file(external_data_path(out))}
+    write_sidecar(out, data)
     try:
         engine = OnnxRuntimeEngine(out, provider=DEFAULT_PROVIDER, model=model)
         ours = engine.infer(image)
@@ -167,7 +200,7 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
                'passed': bool(passed)}
     except Exception as e:  # noqa: BLE001 (e.g. an fp16 kernel the CPU EP lacks): recorded
         par = {'error': f'{type(e).__name__}: {e}', 'passed': False}
-    data = {**data, 'file_sha256': sha256_file(out), 'parity': par}
+    data = {**data, 'parity': par}
     write_sidecar(out, data)
     log(f'wrote {out} and its sidecar; parity: {par}')
     return data

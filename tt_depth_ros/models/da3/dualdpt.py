@@ -10,7 +10,8 @@ weights are held (checkpoint layout) but not run. The aux LayerNorm(32) is ONE m
 4 aux output stacks (the checkpoint stores it once, as `output_conv2_aux.0.2`; checkpoint.py maps
 the tie). Module names equal the checkpoint's `head.*` keys. `set_export(True)` (export-friendly
 forward): the UV embeddings, which depend only on the map sizes, are computed once per size and
-reused, so a traced graph holds them as constants (no linspace / trig ops), and the ConvTranspose2d
+reused, so a traced graph holds them as constants (no linspace / trig ops) - two thin per-axis
+tables added to the two channel halves, not a full-resolution map - and the ConvTranspose2d
 upsamplers and the layout are those of head.py's export form; values are identical.
 """
 from __future__ import annotations
@@ -39,11 +40,13 @@ UV_RATIO = 0.1
 UV_OMEGA0 = 100.0
 
 
-def uv_pos_embed(c: int, h: int, w: int, aspect: float, device=None) -> torch.Tensor:
-    """(c, h, w) fp32 UV embedding of an h x w map of an image with W/H = aspect, times 0.1.
+def uv_pos_tables(c: int, h: int, w: int, aspect: float,
+                  device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`uv_pos_embed`'s halves unbroadcast: (c/2, 1, w) varying along x, (c/2, h, 1) along y.
 
-    Channels [sin(u w_j), cos(u w_j), sin(v w_j), cos(v w_j)], w_j = 100^(-j/(c/4)); u spans
-    +-sx (w-1)/w along x and v +-sy (h-1)/h along y, sx = ar/sqrt(ar^2+1), sy = 1/sqrt(ar^2+1).
+    Channels [sin(u w_j), cos(u w_j)] and [sin(v w_j), cos(v w_j)], w_j = 100^(-j/(c/4)), times
+    0.1; u spans +-sx (w-1)/w along x and v +-sy (h-1)/h along y, sx = ar/sqrt(ar^2+1),
+    sy = 1/sqrt(ar^2+1).
     """
     q = c // 4
     norm = math.sqrt(aspect * aspect + 1.0)
@@ -51,9 +54,18 @@ def uv_pos_embed(c: int, h: int, w: int, aspect: float, device=None) -> torch.Te
     u = torch.linspace(-sx * (w - 1) / w, sx * (w - 1) / w, w, dtype=torch.float32, device=device)
     v = torch.linspace(-sy * (h - 1) / h, sy * (h - 1) / h, h, dtype=torch.float32, device=device)
     omega = 1.0 / UV_OMEGA0 ** (torch.arange(q, dtype=torch.float32, device=device) / q)
-    uw = (u[None] * omega[:, None])[:, None, :].expand(q, h, w)     # varies along x
-    vw = (v[None] * omega[:, None])[:, :, None].expand(q, h, w)     # varies along y
-    return torch.cat([uw.sin(), uw.cos(), vw.sin(), vw.cos()]) * UV_RATIO
+    uw = (u[None] * omega[:, None])[:, None, :]     # (q, 1, w)
+    vw = (v[None] * omega[:, None])[:, :, None]     # (q, h, 1)
+    return (torch.cat([uw.sin(), uw.cos()]) * UV_RATIO, torch.cat([vw.sin(), vw.cos()]) * UV_RATIO)
+
+
+def uv_pos_embed(c: int, h: int, w: int, aspect: float, device=None) -> torch.Tensor:
+    """(c, h, w) fp32 UV embedding of an h x w map of an image with W/H = aspect, times 0.1.
+
+    Channels [sin(u w_j), cos(u w_j), sin(v w_j), cos(v w_j)] (`uv_pos_tables`, broadcast).
+    """
+    ux, vy = uv_pos_tables(c, h, w, aspect, device)
+    return torch.cat([ux.expand(-1, h, w), vy.expand(-1, h, w)])
 
 
 class _Permute(nn.Module):
@@ -121,17 +133,35 @@ class DualDPTHead(nn.Module):
         head_layout(self, self.fused, self.export)
         return self
 
-    def _uv(self, c: int, h: int, w: int, aspect: float, device) -> torch.Tensor:
+    def _uv(self, c: int, h: int, w: int, aspect: float, device):
+        """The (c, h, w) UV embedding; export: its two (c/2, 1, w) / (c/2, h, 1) tables."""
         c, h, w = int(c), int(h), int(w)   # python ints, also under a tracer (export)
         key = (c, h, w, aspect, str(device))
         for cache in (self._uv_consts, self._uv_cache):
             if cache is not None and key in cache:
                 return cache[key]
-        uv = uv_pos_embed(c, h, w, aspect, device)
+        if self._uv_consts is not None:
+            uv = uv_pos_tables(c, h, w, aspect, device)
+        else:
+            uv = uv_pos_embed(c, h, w, aspect, device)
         for cache in (self._uv_consts, self._uv_cache):
             if cache is not None:
                 cache[key] = uv
         return uv
+
+    def _add_uv(self, x: torch.Tensor, h: int, w: int, aspect: float) -> torch.Tensor:
+        """Add the UV embedding of its (h, w) grid to x.
+
+        Export form: each channel half plus its table, broadcast along the other axis (the same
+        additions, exact), so the file holds two thin tables instead of a (c, h, w) constant
+        (58 MB at full resolution for 896x504) and no BROADCAST_TO.
+        """
+        uv = self._uv(x.shape[1], h, w, aspect, x.device)
+        if isinstance(uv, tuple):
+            ux, vy = uv
+            half = ux.shape[0]
+            return torch.cat([x[:, :half] + ux, x[:, half:] + vy], dim=1)
+        return x + uv
 
     def set_fused(self, on: bool) -> 'DualDPTHead':
         """channels_last convolutions and a per-size UV embedding cache (inference) on or off."""
@@ -148,7 +178,7 @@ class DualDPTHead(nn.Module):
         levels = []
         for i, f in enumerate(feats):
             x = self.projects[i](token_map(self.norm(f), h0, w0))
-            x = x + self._uv(x.shape[1], h0, w0, ar, x.device)
+            x = self._add_uv(x, h0, w0, ar)
             levels.append(resize_level(self.resize_layers, i, x, self._up))
         s = self.scratch
         r = s.project(*levels)
@@ -157,10 +187,10 @@ class DualDPTHead(nn.Module):
                                       s.refinenet4_aux))
         out = F.interpolate(s.output_conv1(main), size=(h, w), mode='bilinear',
                             align_corners=True)
-        out = out + self._uv(out.shape[1], h, w, ar, out.device)
+        out = self._add_uv(out, h, w, ar)
         logits = s.output_conv2(out)
         a = s.output_conv1_aux[-1](aux)
-        a = a + self._uv(a.shape[1], a.shape[2], a.shape[3], ar, a.device)
+        a = self._add_uv(a, a.shape[2], a.shape[3], ar)
         ray = s.output_conv2_aux[-1](a).permute(0, 2, 3, 1)          # (S, hr, wr, 7)
         return {'depth': torch.exp(logits[:, 0]), 'depth_conf': torch.exp(logits[:, 1]) + 1.0,
                 'ray': ray[..., :6], 'ray_conf': torch.exp(ray[..., 6]) + 1.0}
