@@ -194,8 +194,10 @@ def test_missing_converter_package_is_named(monkeypatch, tmp_path):
 
 
 def test_many_external_tensor_files_become_one_data_file(metric, tmp_path):
-    """A model torch.onnx wrote with one file per tensor (the > 2 GB case: DA3METRIC-LARGE) lands
-    as <name>.onnx + <name>.onnx.data, nothing else, and runs the same in onnxruntime."""
+    """One file per tensor (torch.onnx past 2 GB: DA3METRIC-LARGE) becomes <name>.onnx.data.
+
+    Nothing else is left beside the model, and onnxruntime runs it exactly as the original.
+    """
     import onnx
     import onnxruntime as ort
 
