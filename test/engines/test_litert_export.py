@@ -126,6 +126,11 @@ def test_bad_input_is_a_clear_message(capsys, tmp_path, monkeypatch):
                    '--format', 'litert', '--out', out])
     err = capsys.readouterr().err
     assert rc == 1 and 'NESTED' in err and 'Traceback' not in err
+    rc = tt_depth(['export', '--model', 'da3-giant-1.1', '--size', '280x504', '--format',
+                   'litert', '--out', out])   # refused before any weights are looked for
+    err = capsys.readouterr().err
+    assert rc == 1 and '4.49 GiB of fp32 weights' in err and '--format onnx' in err
+    assert 'Traceback' not in err
     with pytest.raises(SystemExit) as e:   # argparse: DUSt3R is no export choice
         tt_depth(['export', '--model', 'dust3r-vitl-512-dpt', '--size', '280x504', '--format',
                   'litert', '--out', out])

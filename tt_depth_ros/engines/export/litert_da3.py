@@ -57,6 +57,8 @@ CONVERTER_PACKAGES = {'litert_torch': 'litert-torch', 'ai_edge_litert': 'ai-edge
 RESIZE_MODE = ('bilinear align_corners=True (TFLite RESIZE_BILINEAR align_corners=True, '
                'half_pixel_centers=False); exact, as upstream')
 RUNTIME = 'ai-edge-litert Interpreter, CPU, XNNPACK delegate (applied by default)'
+FLATBUFFER_LIMIT_BYTES = 2**31
+"""A .tflite file is one flatbuffer, which cannot pass 2 GiB (32-bit offsets)."""
 
 
 class _NHWCInput(nn.Module):
@@ -126,6 +128,29 @@ def _to_fp16(model_bytes: bytes) -> bytes:
     return bytes(translate_recipe.quantize_model(model_bytes, recipe))
 
 
+def check_flatbuffer_fits(model: str) -> None:
+    """ValueError when `model`'s fp32 weights alone pass the flatbuffer limit (da3-giant-1.1).
+
+    The conversion writes fp32 first (the fp16 file is made from it), so fp32 is what must fit;
+    the check builds the network on the meta device (no memory, no weights).
+    """
+    from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS, CONFIGS
+    from tt_depth_ros.models.da3.model import DA3Model
+
+    cfg = {**CONFIGS, **ANYVIEW_CONFIGS}.get(model)
+    if cfg is None:
+        return
+    with torch.device('meta'):
+        net = DA3Model(cfg)
+    nbytes = 4 * sum(t.numel() for t in net.state_dict().values())
+    if nbytes >= FLATBUFFER_LIMIT_BYTES * 0.95:
+        raise ValueError(f'{model!r} has {nbytes / 2**30:.2f} GiB of fp32 weights: a LiteRT file '
+                         f'is one flatbuffer of at most 2 GiB (converted in fp32 first), so it '
+                         'cannot be exported to LiteRT; use --format onnx (weights in '
+                         '<name>.onnx.data) or a smaller model (da3-large-1.1, da3-base, '
+                         'da3-small)')
+
+
 def export_da3_litert(model: str, size: tuple[int, int], out: str | Path, *,
                       dtype: str = 'fp32', weights: Optional[str] = None,
                       revision: Optional[str] = None,
@@ -152,6 +177,7 @@ def export_da3_litert(model: str, size: tuple[int, int], out: str | Path, *,
             take, with what to do.
     """
     spec = check_model(model, 'LiteRT')
+    check_flatbuffer_fits(model)
     if dtype not in DTYPES:
         raise ValueError(f'dtype={dtype!r}; allowed: {DTYPES}')
     out = Path(out)
