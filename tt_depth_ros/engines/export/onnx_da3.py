@@ -99,7 +99,8 @@ def _place(onnx, raw: Path, out: Path):
     if any(p != raw for p in raw.parent.iterdir()):
         onnx.save_model(proto, str(out), save_as_external_data=True,
                         all_tensors_to_one_file=True, location=external_data_path(out).name,
-                        size_threshold=1024)
+                        size_threshold=1024, convert_attribute=True)   # Constant nodes too
+        external_data_path(out).chmod(out.stat().st_mode & 0o777)   # onnx writes it 0600
     else:
         shutil.move(str(raw), str(out))
     return proto
