@@ -144,7 +144,9 @@ def bench(name: str, size: tuple[int, int], a, out_dir: Path) -> list[tuple]:
             mb = f'{path.stat().st_size / 1e6:.1f}'
             cs = conv.get('litert', 'reused') if 'fp32' in label else '(same)'
         elif label.startswith('onnx'):
-            mb, cs = f'{onnx.stat().st_size / 1e6:.1f}', conv.get('onnx', 'reused')
+            data = onnx.with_name(onnx.name + '.data')    # a > 2 GB model's tensors
+            size = onnx.stat().st_size + (data.stat().st_size if data.is_file() else 0)
+            mb, cs = f'{size / 1e6:.1f}', conv.get('onnx', 'reused')
         rows.append((label, t, *figures(outs[label], ref), mb, cs, gpu))
     return rows
 
