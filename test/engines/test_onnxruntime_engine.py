@@ -129,9 +129,7 @@ def test_size_not_a_multiple_of_14_is_a_clear_error(capsys, tmp_path):
     assert rc == 1 and 'width 500 (nearest: 490 or 504)' in err and 'Traceback' not in err
 
 
-def test_nested_and_dust3r_are_refused_with_a_reason(tmp_path):
-    with pytest.raises(ValueError, match='NESTED'):
-        export_da3_onnx('da3nested-giant-large-1.1', SIZE, tmp_path / 'n.onnx')
+def test_dust3r_is_refused_with_a_reason(tmp_path):
     with pytest.raises(ValueError, match='not a DA3 model'):
         export_da3_onnx('dust3r-tiny', SIZE, tmp_path / 'd.onnx')
 
@@ -220,3 +218,42 @@ def test_many_external_tensor_files_become_one_data_file(metric, tmp_path):
             for p in (out, dest)]
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+def test_nested_file_is_the_two_branches_and_the_engine_aligns_like_torch(tmp_path):
+    """NESTED (tiny branches under its registry name) through ONNX gives the torch metres.
+
+    The graph holds both networks, the onnxruntime engine runs the metric alignment on the host,
+    and the frame path gets the torch engine's metres, scale factor and pose.
+    """
+    from tt_depth_ros.models.da3.config import ANYVIEW_TINY, TINY
+    name, config = 'da3nested-giant-large-1.1', (ANYVIEW_TINY, TINY)
+    sd = {'model.da3.' + k[len('model.'):]: v for k, v in anyview_state_dict().items()}
+    sd.update({'model.da3_metric.' + k[len('model.'):]: v for k, v in tiny_state_dict().items()})
+    out = tmp_path / 'nested_tiny.onnx'
+    data = export_da3_onnx(name, SIZE, out, state_dict=sd, accept_license=True, config=config)
+    assert data['parity']['passed'], data['parity']
+    assert [o['name'] for o in data['outputs']] == [
+        'depth_anyview', 'conf_anyview', 'intrinsics', 'extrinsics_anyview', 'metric_depth_raw',
+        'sky']
+    assert 'align_to_metric' in data['host_postprocess']
+    assert data['parity']['outputs']['scale_factor']['pcc'] is None   # a scalar: no PCC
+    ort = build_engine(name, backend='onnxruntime', weights=str(out))
+    ref = build_engine(name, backend='torch-cpu', state_dict=sd, config=config,
+                       accept_license=True)
+    rgb = load_png_rgb('tiny_280x504.png')
+    a, b = ort.infer(rgb), ref.infer(rgb)
+    assert set(a) == set(b) == {'depth', 'conf', 'sky', 'intrinsics', 'extrinsics',
+                                'scale_factor'}
+    np.testing.assert_allclose(a['scale_factor'], b['scale_factor'], rtol=1e-4)
+    assert pcc(a['depth'], b['depth']) >= PCC_GATE
+    np.testing.assert_allclose(a['extrinsics'], b['extrinsics'], rtol=1e-4, atol=1e-5)
+    frames = []
+    for eng in (ort, ref):
+        path = DA3FramePath(eng, 'nested')
+        frames.append(path(rgb, path.intrinsics(K_CAM), FrameOptions(nested_focal_rescale=True)))
+    fin = np.isfinite(frames[1].depth)
+    assert np.array_equal(fin, np.isfinite(frames[0].depth)) and fin.mean() > 0.5
+    np.testing.assert_allclose(frames[0].depth[fin], frames[1].depth[fin], rtol=1e-3)
+    ort.close()
+    ref.close()

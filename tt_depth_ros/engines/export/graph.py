@@ -18,24 +18,28 @@ from tt_depth_ros.engines.export.sidecar import METRIC_SCALE
 from tt_depth_ros.engines.torch.da3 import build_model, build_torch_engine
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights, sha256_file
 from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
+from tt_depth_ros.models.da3.nested import NestedDA3
 
 DTYPES = ('fp32', 'fp16')
 EXPORT_KINDS = ('metric', 'mono', 'anyview')
-"""DA3 kinds the exports take (NESTED is refused: its metric alignment is not in the graph)."""
+"""DA3 kinds every export takes."""
+ONNX_KINDS = EXPORT_KINDS + ('nested',)
+"""ONNX also takes NESTED: its two branches are the graph, the alignment runs on the host."""
 EXPORT_SEED = 0
 
 
-def check_model(model: str, fmt: str) -> registry.ModelSpec:
-    """The registry entry of `model`; ValueError when the `fmt` export cannot take it."""
+def check_model(model: str, fmt: str, kinds: tuple[str, ...] = EXPORT_KINDS) -> registry.ModelSpec:
+    """The registry entry of `model`; ValueError when the `fmt` export of `kinds` cannot take it."""
     spec = registry.model(model)
-    takes = ', '.join(registry.names(family='da3', kinds=EXPORT_KINDS))
+    takes = ', '.join(registry.names(family='da3', kinds=kinds))
     if spec.family != 'da3':
         raise ValueError(f'{model!r} is not a DA3 model; the {fmt} export takes {takes} '
                          '(DUSt3R pairs are not exported: use the torch or ttnn backends)')
-    if spec.kind not in EXPORT_KINDS:
-        raise ValueError(f'{model!r} ({spec.kind}) cannot be exported: its metric alignment '
-                         'step (NESTED) is not part of the export; export the any-view or '
-                         'metric model instead')
+    if spec.kind not in kinds:
+        raise ValueError(f'{model!r} ({spec.kind}) cannot be exported to {fmt}: NESTED is its '
+                         'two networks (6.3 GiB of fp32 weights, more than one 2 GiB LiteRT '
+                         'flatbuffer holds) plus a data-dependent alignment; export it with '
+                         '--format onnx, or export its any-view or metric model')
     return spec
 
 
@@ -49,6 +53,19 @@ def check_size(size: tuple[int, int]) -> tuple[int, int]:
 
 def outputs(kind: str, h: int, w: int) -> list[dict]:
     """Output names, shapes and units of an exported file of `kind`."""
+    if kind == 'nested':
+        return [{'name': 'depth_anyview', 'shape': [1, h, w], 'units': 'relative',
+                 'meaning': 'any-view branch depth (before the metric alignment)'},
+                {'name': 'conf_anyview', 'shape': [1, h, w], 'units': 'score',
+                 'meaning': 'any-view branch depth confidence (exp + 1)'},
+                {'name': 'intrinsics', 'shape': [1, 3, 3], 'units': 'pixels',
+                 'meaning': 'estimated pinhole K at the network input size H x W'},
+                {'name': 'extrinsics_anyview', 'shape': [1, 3, 4], 'units': 'relative',
+                 'meaning': 'estimated world-to-camera [R | t] before the alignment'},
+                {'name': 'metric_depth_raw', 'shape': [1, h, w], 'units': 'raw',
+                 'meaning': 'metric branch raw depth (exp of the logit, before focal scaling)'},
+                {'name': 'sky', 'shape': [1, h, w], 'units': 'score',
+                 'meaning': 'metric branch relu sky score; sky where >= 0.3'}]
     if kind in ('metric', 'mono'):
         depth = ('raw depth (exp of the logit), NOT metres: apply metric_scale'
                  if kind == 'metric' else 'relative depth (no unit, scale unknown)')
@@ -75,9 +92,15 @@ class ExportGraph(nn.Module):
         self.names = names
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.net(x)   # casts to the backbone dtype itself
-        pick = {'depth': out['depth'], 'sky': out.get('sky'), 'conf': out.get('depth_conf'),
-                'intrinsics': out.get('intrinsics'), 'extrinsics': out.get('extrinsics')}
+        if isinstance(self.net, NestedDA3):   # the two branches; the alignment is host work
+            av, mt = self.net.branches(x)
+            pick = {'depth_anyview': av['depth'], 'conf_anyview': av['depth_conf'],
+                    'intrinsics': av['intrinsics'], 'extrinsics_anyview': av['extrinsics'],
+                    'metric_depth_raw': mt['depth'], 'sky': mt['sky']}
+        else:
+            out = self.net(x)   # casts to the backbone dtype itself
+            pick = {'depth': out['depth'], 'sky': out.get('sky'), 'conf': out.get('depth_conf'),
+                    'intrinsics': out.get('intrinsics'), 'extrinsics': out.get('extrinsics')}
         return tuple(pick[n].to(torch.float32) for n in self.names)
 
 
@@ -99,13 +122,14 @@ def pcc(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def parity(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict:
-    """Per output: PCC, max |diff| and max |diff| / max |ref| against the reference maps."""
+    """Per output: PCC (maps; None for a scalar), max |diff| and max |diff| / max |ref|."""
     out = {}
     for name, r in ref.items():
-        o = ours[name]
+        o = np.asarray(ours[name])
         diff = float(np.max(np.abs(o.astype(np.float64) - r)))
         scale = float(np.max(np.abs(r))) or 1.0
-        out[name] = {'pcc': round(pcc(o, r), 9), 'max_abs': diff, 'max_rel': diff / scale}
+        corr = round(pcc(o, r), 9) if np.size(r) > 1 else None
+        out[name] = {'pcc': corr, 'max_abs': diff, 'max_rel': diff / scale}
     return out
 
 
@@ -137,9 +161,10 @@ def load_weights(model: str, weights: Optional[str], revision: Optional[str],
 
 
 def reference_outputs(model: str, state: Mapping[str, Any], image: np.ndarray,
-                      accept_license: Optional[bool]) -> dict[str, np.ndarray]:
+                      accept_license: Optional[bool], config: Any = None) -> dict[str, np.ndarray]:
     """The torch-cpu fp32 engine's outputs for `image`: what every export is measured against."""
-    engine = build_torch_engine(model, state_dict=state, accept_license=accept_license)
+    engine = build_torch_engine(model, state_dict=state, accept_license=accept_license,
+                                config=config)
     try:
         return engine.infer(image)
     finally:
@@ -147,9 +172,9 @@ def reference_outputs(model: str, state: Mapping[str, Any], image: np.ndarray,
 
 
 def export_net(model: str, state: Mapping[str, Any], backbone_dtype: torch.dtype,
-               accept_license: Optional[bool]) -> nn.Module:
+               accept_license: Optional[bool], config: Any = None) -> nn.Module:
     """The network with its fused arithmetic and export-friendly forward (DA3Model.set_export)."""
-    net = build_model(model, state_dict=state, accept_license=accept_license)
+    net = build_model(model, state_dict=state, accept_license=accept_license, config=config)
     # the backbone only; heads and camera decoder stay fp32, as the torch engine runs them
     net.set_fused(True).cast_backbone(backbone_dtype)
     return net.set_export(True).eval()

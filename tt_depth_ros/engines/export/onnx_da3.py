@@ -26,6 +26,7 @@ from tt_depth_ros.engines.export.graph import (
     DTYPES,
     EXPORT_KINDS,
     EXPORT_SEED,
+    ONNX_KINDS,
     ExportGraph,
     check_model,
     check_size,
@@ -110,11 +111,12 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
                     weights: Optional[str] = None, revision: Optional[str] = None,
                     state_dict: Optional[Mapping[str, Any]] = None, opset: int = DEFAULT_OPSET,
                     exporter: str = 'torchscript', accept_license: Optional[bool] = None,
-                    logger: Optional[Any] = None) -> dict:
+                    logger: Optional[Any] = None, config: Any = None) -> dict:
     """Write `out` (.onnx) and its sidecar; return the sidecar dict (with the parity figures).
 
     Args:
-        model: A DA3 name of engines/registry.MODELS (not NESTED).
+        model: A DA3 name of engines/registry.MODELS. NESTED: the graph is its two branches;
+            the onnxruntime engine runs the metric alignment on the host (the torch code).
         size: (H, W), positive multiples of 14 (engines/export/size.parse_size).
         out: Output file, ending in .onnx; the sidecar goes beside it (`<stem>.json`).
         dtype: 'fp32' or 'fp16' (the backbone's weights and activations, as the torch engine's
@@ -126,11 +128,12 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
         exporter: 'torchscript' (torch.onnx.export dynamo=False) or 'dynamo'.
         accept_license: Opt-in for CC-BY-NC-4.0 checkpoints (engines/licence.py).
         logger: Anything with `.info(str)`.
+        config: Model config override of the torch builders (tests: tiny dimensions).
 
     Raises:
         ValueError: A bad argument or a model this export cannot take, with what to do.
     """
-    spec = check_model(model, 'ONNX')
+    spec = check_model(model, 'ONNX', ONNX_KINDS)
     if dtype not in DTYPES:
         raise ValueError(f'dtype={dtype!r}; allowed: {DTYPES}')
     if exporter not in EXPORTERS:
@@ -146,9 +149,9 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
     log = logger.info if logger is not None else (lambda _m: None)
     state, weights_info = load_weights(model, weights, revision, state_dict)
     image = export_input(h, w)
-    ref = reference_outputs(model, state, image, accept_license)
+    ref = reference_outputs(model, state, image, accept_license, config)
     net = export_net(model, state, torch.float16 if dtype == 'fp16' else torch.float32,
-                     accept_license)
+                     accept_license, config)
     names = [o['name'] for o in outputs(spec.kind, h, w)]
     graph = ExportGraph(net, names).eval()
     x = torch.from_numpy(normalize(image)[None])
@@ -184,6 +187,12 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
                      'operators': dict(sorted(ops.items()))},
         'versions': _versions(),
     }
+    if spec.kind == 'nested':
+        data['host_postprocess'] = (
+            'models/da3/nested_align.align_to_metric on the outputs (the onnxruntime engine '
+            'runs it): one least-squares scale from the confident non-sky pixels, metric depth '
+            'focal-scaled with the estimated intrinsics, sky filled; masks and quantiles of '
+            'data-dependent size, so not in the fixed-shape graph')
     data['file_sha256'] = sha256_file(out)
     if external_data_path(out).is_file():
         data['external_data'] = {'file': external_data_path(out).name,

@@ -4,8 +4,11 @@ The file fixes the model and the input size (engines/export/sidecar.py): `weight
 `.onnx` file, the sidecar beside it says which model, kind and H x W it holds. The engine does what
 the torch engine does around the network - the same (x/255 - mean) / std normalisation in fp32 -
 and returns the torch engine's DA3 outputs (engines/torch/da3.py) without the batch axis:
-'depth', 'sky' (metric / mono); 'depth', 'conf', 'intrinsics', 'extrinsics' (any-view, one view).
-So the frame path (pipelines/depth.py) applies metric scale, sky and resizing exactly as for torch.
+'depth', 'sky' (metric / mono); 'depth', 'conf', 'intrinsics', 'extrinsics' (any-view, one view);
+NESTED adds 'sky' and 'scale_factor': its file holds the two branches, and the metric alignment
+(data-dependent masks and quantiles) runs here on the host with the torch engine's own code
+(`nested_outputs`). So the frame path (pipelines/depth.py) applies metric scale, sky and resizing
+exactly as for torch.
 
 Decisions:
 * Size: an image whose size is not the file's fixed input size is an error naming both sizes and
@@ -98,6 +101,7 @@ class OnnxRuntimeEngine(Engine):
         self._size = tuple(int(v) for v in meta['size_hw'])
         self._input = meta['input']['name']
         self._names = [o['name'] for o in meta['outputs']]
+        self._nested = spec.kind == 'nested'
         pre = meta['preprocessing']
         if not (np.allclose(pre['mean'], IMAGENET_MEAN, rtol=0, atol=1e-7)
                 and np.allclose(pre['std'], IMAGENET_STD, rtol=0, atol=1e-7)):
@@ -153,14 +157,37 @@ class OnnxRuntimeEngine(Engine):
         t2 = time.perf_counter()
         result = {n: np.asarray(o[0], dtype=np.float32) for n, o in zip(self._names, outs)}
         t3 = time.perf_counter()
-        self._timings = {'upload': t1 - t0, 'forward': t2 - t1, 'readback': t3 - t2,
-                         'total': t3 - t0}
+        self._timings = {'upload': t1 - t0, 'forward': t2 - t1, 'readback': t3 - t2}
+        if self._nested:
+            result = nested_outputs(result)
+            self._timings['align'] = time.perf_counter() - t3
+        self._timings['total'] = time.perf_counter() - t0
         return result
 
     def close(self) -> None:
         """Drop the session; idempotent."""
         self._closed = True
         self._session = None
+
+
+def nested_outputs(graph: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A NESTED file's branch outputs (one view) -> the torch engine's NESTED outputs.
+
+    The alignment is the torch engine's own code (models/da3/nested_align.align_to_metric) on
+    the host: 'depth' metres (sky = the fill), 'conf', 'sky', 'intrinsics', 'extrinsics'
+    (metres), 'scale_factor' (). ValueError when every pixel is sky, as there.
+    """
+    import torch
+
+    from tt_depth_ros.models.da3.nested_align import align_to_metric
+
+    t = {k: torch.from_numpy(v)[None] for k, v in graph.items()}
+    out = align_to_metric(t['depth_anyview'], t['conf_anyview'], t['extrinsics_anyview'],
+                          t['intrinsics'], t['metric_depth_raw'], t['sky'])
+    return {'depth': out['depth'][0].numpy(), 'conf': out['depth_conf'][0].numpy(),
+            'sky': graph['sky'], 'intrinsics': graph['intrinsics'],
+            'extrinsics': out['extrinsics'][0].numpy(),
+            'scale_factor': out['scale_factor'].numpy().astype(np.float32)}
 
 
 def build_onnxruntime_engine(model: Optional[str], weights: Optional[str], *,

@@ -52,6 +52,20 @@ class NestedDA3(nn.Module):
         self.da3_metric.cast_backbone(dtype)
         return self
 
+    def set_export(self, on: bool) -> 'NestedDA3':
+        """Both branches' export-friendly forward (DA3Model.set_export).
+
+        The alignment is not in an exported graph (data-dependent masks and quantiles):
+        `align_to_metric` runs on the host after it (engines/onnxruntime).
+        """
+        self.da3.set_export(on)
+        self.da3_metric.set_export(on)
+        return self
+
+    def branches(self, x: torch.Tensor) -> tuple[dict, dict]:
+        """The any-view and the metric branch's outputs for (S, 3, H, W) views (no alignment)."""
+        return self.da3(x), self.da3_metric(x)
+
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """(S, 3, H, W) normalised views of one scene -> metric outputs and every intermediate.
 
@@ -63,8 +77,7 @@ class NestedDA3(nn.Module):
             'pose_enc', 'cam_token', 'ref_view'; the metric branch as 'metric_depth_raw',
             'metric_sky_logit', 'sky'.
         """
-        av = self.da3(x)
-        mt = self.da3_metric(x)
+        av, mt = self.branches(x)
         out = align_to_metric(av['depth'], av['depth_conf'], av['extrinsics'], av['intrinsics'],
                               mt['depth'].float(), mt['sky'].float())
         out.update(intrinsics=av['intrinsics'], depth_anyview=av['depth'],

@@ -26,7 +26,7 @@ SUFFIX = {'onnx': '.onnx', 'litert': '.tflite'}
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `export` options to `parser`."""
     parser.add_argument('--model', required=True, choices=EXPORT_MODELS,
-                        help='DA3 model (engines/registry.py); NESTED is refused')
+                        help='DA3 model (engines/registry.py); NESTED: ONNX only')
     size = parser.add_mutually_exclusive_group(required=True)
     size.add_argument('--size', help='fixed input HxW, multiples of 14 (e.g. 280x504)')
     size.add_argument('--camera', metavar='WxH',
