@@ -24,8 +24,11 @@ def test_camera_to_node_to_checker(tmp_path):
     weights = write_safetensors(tiny_state_dict(), tmp_path / 'da3metric_tiny.safetensors')
     png = str(DATA / 'preproc_640x480.png')
     result = tmp_path / 'checker.json'
+    # torch_dtype float32: the checker's DepthPredictor runs exact fp32 (the API default), the
+    # node's default 'auto' would run cpu-fast (bf16) on a CPU with native bf16
     params = {'model': 'da3metric-tiny', 'weights_path': str(weights), 'backend': 'torch-cpu',
-              'expected_width': 640, 'expected_height': 480, 'input_reliability': 'reliable'}
+              'torch_dtype': 'float32', 'expected_width': 640, 'expected_height': 480,
+              'input_reliability': 'reliable'}
     calib = json.dumps({'width': 1280, 'height': 960, 'k': K_CAL})
     checker = [sys.executable, str(node_script('depth_checker.py')), NS, png, str(weights),
                json.dumps(K_IMG), '2', str(result)]
