@@ -10,8 +10,10 @@ PCC and errors per output into the sidecar (engines/export/sidecar.py).
 
 The graph takes the normalised image (1, 3, H, W) float32 and returns the torch engine's outputs
 with a batch axis of 1 (fp16 files cast inside, so their inputs and outputs stay float32). Bilinear
-resizes keep `align_corners=True` (ONNX Resize `align_corners` mode, exact in onnxruntime). NESTED
-is refused: its metric alignment step is not part of this export.
+resizes keep `align_corners=True` (ONNX Resize `align_corners` mode, exact in onnxruntime). A NESTED
+graph returns its two branches' outputs; the metric alignment (data-dependent masks and
+quantiles) runs on the host in the onnxruntime engine. A model past protobuf's 2 GB limit keeps
+its tensors in one `<name>.onnx.data` beside the file.
 """
 from __future__ import annotations
 
