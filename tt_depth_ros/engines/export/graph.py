@@ -51,36 +51,36 @@ def check_size(size: tuple[int, int]) -> tuple[int, int]:
     return h, w
 
 
+def _out(name: str, shape: list[int], units: str, meaning: str) -> dict:
+    return {'name': name, 'shape': shape, 'units': units, 'meaning': meaning}
+
+
 def outputs(kind: str, h: int, w: int) -> list[dict]:
     """Output names, shapes and units of an exported file of `kind`."""
+    hw = [1, h, w]
+    k = _out('intrinsics', [1, 3, 3], 'pixels',
+             'estimated pinhole K at the network input size H x W')
     if kind == 'nested':
-        return [{'name': 'depth_anyview', 'shape': [1, h, w], 'units': 'relative',
-                 'meaning': 'any-view branch depth (before the metric alignment)'},
-                {'name': 'conf_anyview', 'shape': [1, h, w], 'units': 'score',
-                 'meaning': 'any-view branch depth confidence (exp + 1)'},
-                {'name': 'intrinsics', 'shape': [1, 3, 3], 'units': 'pixels',
-                 'meaning': 'estimated pinhole K at the network input size H x W'},
-                {'name': 'extrinsics_anyview', 'shape': [1, 3, 4], 'units': 'relative',
-                 'meaning': 'estimated world-to-camera [R | t] before the alignment'},
-                {'name': 'metric_depth_raw', 'shape': [1, h, w], 'units': 'raw',
-                 'meaning': 'metric branch raw depth (exp of the logit, before focal scaling)'},
-                {'name': 'sky', 'shape': [1, h, w], 'units': 'score',
-                 'meaning': 'metric branch relu sky score; sky where >= 0.3'}]
+        return [_out('depth_anyview', hw, 'relative',
+                     'any-view branch depth (before the metric alignment)'),
+                _out('conf_anyview', hw, 'score', 'any-view branch depth confidence (exp + 1)'),
+                k,
+                _out('extrinsics_anyview', [1, 3, 4], 'relative',
+                     'estimated world-to-camera [R | t] before the alignment'),
+                _out('metric_depth_raw', hw, 'raw',
+                     'metric branch raw depth (exp of the logit, before focal scaling)'),
+                _out('sky', hw, 'score', 'metric branch relu sky score; sky where >= 0.3')]
     if kind in ('metric', 'mono'):
-        depth = ('raw depth (exp of the logit), NOT metres: apply metric_scale'
-                 if kind == 'metric' else 'relative depth (no unit, scale unknown)')
-        return [{'name': 'depth', 'shape': [1, h, w], 'units': 'raw' if kind == 'metric'
-                 else 'relative', 'meaning': depth},
-                {'name': 'sky', 'shape': [1, h, w], 'units': 'score',
-                 'meaning': 'relu sky score; sky where >= 0.3 (upstream threshold)'}]
-    return [{'name': 'depth', 'shape': [1, h, w], 'units': 'relative',
-             'meaning': 'relative depth (no unit, scale unknown)'},
-            {'name': 'conf', 'shape': [1, h, w], 'units': 'score',
-             'meaning': 'depth confidence (exp + 1)'},
-            {'name': 'intrinsics', 'shape': [1, 3, 3], 'units': 'pixels',
-             'meaning': 'estimated pinhole K at the network input size H x W'},
-            {'name': 'extrinsics', 'shape': [1, 3, 4], 'units': 'relative',
-             'meaning': 'estimated world-to-camera [R | t] (t in the relative depth unit)'}]
+        depth = (_out('depth', hw, 'raw',
+                      'raw depth (exp of the logit), NOT metres: apply metric_scale')
+                 if kind == 'metric' else
+                 _out('depth', hw, 'relative', 'relative depth (no unit, scale unknown)'))
+        return [depth, _out('sky', hw, 'score',
+                            'relu sky score; sky where >= 0.3 (upstream threshold)')]
+    return [_out('depth', hw, 'relative', 'relative depth (no unit, scale unknown)'),
+            _out('conf', hw, 'score', 'depth confidence (exp + 1)'), k,
+            _out('extrinsics', [1, 3, 4], 'relative',
+                 'estimated world-to-camera [R | t] (t in the relative depth unit)')]
 
 
 class ExportGraph(nn.Module):
