@@ -149,14 +149,14 @@ class DualDPTHead(nn.Module):
                 cache[key] = uv
         return uv
 
-    def _add_uv(self, x: torch.Tensor, h: int, w: int, aspect: float) -> torch.Tensor:
-        """Add the UV embedding of its (h, w) grid to x.
+    def _add_uv(self, x: torch.Tensor, aspect: float) -> torch.Tensor:
+        """Add the UV embedding of its own (h, w) grid to x (B, C, h, w).
 
         Export form: each channel half plus its table, broadcast along the other axis (the same
         additions, exact), so the file holds two thin tables instead of a (c, h, w) constant
         (58 MB at full resolution for 896x504) and no BROADCAST_TO.
         """
-        uv = self._uv(x.shape[1], h, w, aspect, x.device)
+        uv = self._uv(x.shape[1], x.shape[2], x.shape[3], aspect, x.device)
         if isinstance(uv, tuple):
             ux, vy = uv
             half = ux.shape[0]
@@ -178,7 +178,7 @@ class DualDPTHead(nn.Module):
         levels = []
         for i, f in enumerate(feats):
             x = self.projects[i](token_map(self.norm(f), h0, w0))
-            x = self._add_uv(x, h0, w0, ar)
+            x = self._add_uv(x, ar)
             levels.append(resize_level(self.resize_layers, i, x, self._up))
         s = self.scratch
         r = s.project(*levels)
@@ -187,10 +187,10 @@ class DualDPTHead(nn.Module):
                                       s.refinenet4_aux))
         out = F.interpolate(s.output_conv1(main), size=(h, w), mode='bilinear',
                             align_corners=True)
-        out = self._add_uv(out, h, w, ar)
+        out = self._add_uv(out, ar)
         logits = s.output_conv2(out)
         a = s.output_conv1_aux[-1](aux)
-        a = self._add_uv(a, a.shape[2], a.shape[3], ar)
+        a = self._add_uv(a, ar)
         ray = s.output_conv2_aux[-1](a).permute(0, 2, 3, 1)          # (S, hr, wr, 7)
         return {'depth': torch.exp(logits[:, 0]), 'depth_conf': torch.exp(logits[:, 1]) + 1.0,
                 'ray': ray[..., :6], 'ray_conf': torch.exp(ray[..., 6]) + 1.0}
