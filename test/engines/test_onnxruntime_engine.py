@@ -80,8 +80,8 @@ def test_onnxruntime_engine_matches_torch_through_the_frame_path(metric, torch_m
     assert (ort.info.backend, ort.info.device) == ('onnxruntime', 'CPUExecutionProvider')
     assert ort.info.details['is_metric'] is True
     # idle intra-op threads sleep: spinning ones starve the node's own work between frames
-    opts = ort._session.get_session_options()
-    assert opts.get_session_config_entry('session.intra_op.allow_spinning') == '0'
+    session_opts = ort._session.get_session_options()
+    assert session_opts.get_session_config_entry('session.intra_op.allow_spinning') == '0'
     rgb = load_png_rgb('tiny_280x504.png')
     opts = FrameOptions()
     frames = []
