@@ -2,8 +2,11 @@
 
 An engine owns one network on one device. The caller hands it uint8 RGB images already resized to
 the network grid; the engine normalises them (on the device where it can) and returns float32 raw
-maps at network resolution. Everything camera-related (resizing, intrinsics, metric scale, sky,
-clouds, poses) lives in `geometry/`, so a new backend only has to reproduce the network.
+maps at network resolution. An engine whose device can also run the upstream resize says so
+(`resizes_on_device`) and takes camera-size images with the resize as matrices (`infer_camera`),
+which takes the largest per-frame cost off the host. Everything else camera-related (intrinsics,
+metric scale, sky, clouds, poses) lives in `geometry/`, so a new backend only has to reproduce
+the network.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tt_depth_ros.geometry.preprocess.image_checks import check_rgb_u8
+from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap
 
 ANY_VIEWS = 0
 """`num_views` of an engine that takes any number (>= 1) of same-size views per call."""
@@ -45,6 +49,9 @@ class Engine(abc.ABC):
     """
 
     num_views: int = 1
+    resizes_on_device: bool = False
+    """Whether `infer_camera` runs the resize on the engine's device (the frame path then hands
+    over camera-size images). False: callers resize on the host and call `infer`."""
 
     @abc.abstractmethod
     def prepare(self, shape: tuple[int, int]) -> None:
@@ -53,6 +60,16 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def infer(self, *images: np.ndarray) -> dict[str, np.ndarray]:
         """Run the network on `num_views` uint8 HxWx3 RGB images; return float32 raw maps."""
+
+    def infer_camera(self, image: np.ndarray, resize: ResizeMap) -> dict[str, np.ndarray]:
+        """`infer` of one camera-size uint8 RGB image, resized by `resize` on the device.
+
+        Same outputs as `infer(resize.apply(image))` (to within the resize's rounding ties).
+        Engines with `resizes_on_device` False raise NotImplementedError.
+        """
+        raise NotImplementedError(f'{type(self).__name__} does not resize on its device '
+                                  '(resizes_on_device is False): resize on the host and call '
+                                  'infer')
 
     @abc.abstractmethod
     def close(self) -> None:

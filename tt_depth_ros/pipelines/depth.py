@@ -4,12 +4,14 @@ One camera image through any DA3 model (docs/design.md §2). `DA3FramePath` is t
 implementation: `DepthPredictor` wraps it for Python users (files, fx/fy arguments), the depth node
 calls it for every kind (ros/depth/node.py; relative and NESTED publishing in
 ros/depth/relative_outputs.py). Per frame: network size (upstream upper-bound resize, or a fixed
-size) -> upstream DA3 resize -> engine -> intrinsics at network resolution (the caller's, the
-model's estimate, or the default focal) -> geometry.depth.depth_postprocess.finish_depth (metres =
-raw * ((fx'+fy')/2)/300 with fx', fy' at network resolution for DA3METRIC, sky as +Inf / NaN / kept,
-optional max range, the rectification border invalid, optional resample to the camera resolution
-that never blends valid with NaN/Inf pixels) -> confidence, K, tx and the estimated K on the
-output grid, with per-stage timings.
+size) -> upstream DA3 resize (on the engine's device when it `resizes_on_device` and the output
+is the camera grid: the camera image and the resize as matrices go to `infer_camera`) -> engine
+-> intrinsics at network resolution (the caller's, the model's estimate, or the default focal)
+-> geometry.depth.depth_postprocess.finish_depth (metres = raw * ((fx'+fy')/2)/300 with fx', fy'
+at network resolution for DA3METRIC, sky as +Inf / NaN / kept, optional max range, the
+rectification border invalid, optional resample to the camera resolution that never blends valid
+with NaN/Inf pixels) -> confidence, K, tx and the estimated K on the output grid, with per-stage
+timings.
 
     from tt_depth_ros.api import DepthPredictor
     with DepthPredictor.from_pretrained('da3metric-large', backend='auto') as predictor:
@@ -49,6 +51,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     resize_to_network,
     scale_intrinsics,
 )
+from tt_depth_ros.geometry.preprocess.resize_map import resize_map
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import (
     depth_to_mm16,
@@ -240,9 +243,16 @@ class DA3FramePath:
         t0 = time.perf_counter()
         height, width = rgb.shape[:2]
         net_h, net_w = options.network_hw(width, height)
-        img_net = resize_to_network(rgb, (net_h, net_w), options.process_res)
-        t1 = time.perf_counter()
-        out = self.engine.infer(img_net)
+        to_camera = options.output == 'camera'
+        if to_camera and self.engine.resizes_on_device:   # the engine resizes on its device
+            img_net = None
+            resize = resize_map((height, width), (net_h, net_w), options.process_res)
+            t1 = time.perf_counter()
+            out = self.engine.infer_camera(rgb, resize)
+        else:
+            img_net = resize_to_network(rgb, (net_h, net_w), options.process_res)
+            t1 = time.perf_counter()
+            out = self.engine.infer(img_net)
         t2 = time.perf_counter()
         cam_wh, net_wh = (width, height), (net_w, net_h)
         K_est_net = out.get('intrinsics')
@@ -252,7 +262,6 @@ class DA3FramePath:
         depth_net = out['depth']
         if self.kind == 'nested' and options.nested_focal_rescale:
             depth_net = depth_net * np.float32(mean_focal(K.network) / mean_focal(K_est_net))
-        to_camera = options.output == 'camera'
         out_hw = (height, width) if to_camera else None
         # only DA3METRIC needs the focal scaling; NESTED's depth is already in metres
         depth = finish_depth(depth_net, out.get('sky'), K.network, metric=self.kind == 'metric',

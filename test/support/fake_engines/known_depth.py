@@ -9,6 +9,9 @@ makes the first n prepare() calls in this process raise (lifecycle error/recover
 while an infer is running prints 'known-depth: CLOSED DURING INFER' (what a node must never do).
 `close_holds_gil_s` makes close() block that long in C code WITH the GIL held (libc sleep through
 ctypes.PyDLL): no Python thread, the shutdown watchdog included, runs meanwhile.
+`resize_on_device` makes it an engine that `resizes_on_device`: `infer_camera` checks the camera
+image against the ResizeMap and answers at the map's network size (its maps depend only on the
+shape, so nothing needs resampling; `camera_calls` counts these calls).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ class KnownDepthEngine(Engine):
 
     def __init__(self, base: float = 2.0, gx: float = 0.0, gy: float = 0.0, sky_rows: int = 0,
                  delay_s: float = 0.0, fail_prepare: int = 0,
-                 close_holds_gil_s: int = 0) -> None:
+                 close_holds_gil_s: int = 0, resize_on_device: bool = False) -> None:
         self.base, self.gx, self.gy = float(base), float(gx), float(gy)
         self.sky_rows, self.delay_s = int(sky_rows), float(delay_s)
         self.fail_prepare = int(fail_prepare)
@@ -38,6 +41,8 @@ class KnownDepthEngine(Engine):
         self.closed = False
         self.inferring = False
         self._timings = {}
+        self.resizes_on_device = bool(resize_on_device)
+        self.camera_calls = 0
 
     def prepare(self, shape):
         with _LOCK:
@@ -47,7 +52,17 @@ class KnownDepthEngine(Engine):
         self.prepared.append(tuple(shape))
 
     def infer(self, *images):
-        h, w = check_views(images, 1)
+        return self._maps(*check_views(images, 1))
+
+    def infer_camera(self, image, resize):
+        if not self.resizes_on_device:
+            return super().infer_camera(image, resize)
+        if check_views((image,), 1) != resize.src_hw:
+            raise ValueError(f'image {image.shape[:2]} is not the map\'s {resize.src_hw}')
+        self.camera_calls += 1
+        return self._maps(*resize.net_hw)
+
+    def _maps(self, h, w):
         t0 = time.perf_counter()
         if self.delay_s:
             self.inferring = True

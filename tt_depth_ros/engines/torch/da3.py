@@ -118,7 +118,8 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
                        state_dict: Optional[Mapping[str, Any]] = None,
                        cuda_graphs: Optional[bool] = None, logger: Optional[Any] = None,
                        fast: bool = True, accept_license: Optional[bool] = None,
-                       num_views: int = 1) -> TorchEngine:
+                       num_views: int = 1,
+                       resize_on_device: Optional[bool] = None) -> TorchEngine:
     """DA3 on torch (see module docstring for outputs); args as `factory.build_engine`.
 
     `fast` switches the model's inference fusion on (exact algebraic folds, channels_last head);
@@ -130,7 +131,7 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     'sky' (N, H, W) and 'scale_factor'. `num_views=registry.ANY_VIEWS` (MultiViewPredictor):
     `infer` takes any number of views of one size, no CUDA graphs (a graph fixes the count), and
     returns 'depth', 'conf', 'intrinsics', 'extrinsics' per view and 'ref_view' () the reference
-    view the network chose.
+    view the network chose. `resize_on_device`: TorchEngine's (None: on CUDA, one view).
     """
     spec = _da3_spec(model)
     if num_views != 1 and not spec.multi_view:
@@ -153,4 +154,5 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     return TorchEngine(net, run, model_name=name, num_views=int(num_views), device=device,
                        dtype=preset.name, patch_size=14,
                        cuda_graphs=cuda_graphs, logger=logger,
-                       details={**spec.details(), 'fast': fast})
+                       details={**spec.details(), 'fast': fast},
+                       resize_on_device=resize_on_device)

@@ -31,6 +31,7 @@ from torch import nn
 
 from tt_depth_ros.engines.base import ANY_VIEWS, Engine, EngineInfo, check_views
 from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
+from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap
 
 RunFn = Callable[[nn.Module, list[torch.Tensor]], dict[str, torch.Tensor]]
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
@@ -85,6 +86,12 @@ def parse_dtype(dtype: Any, device: str) -> torch.dtype:
     return DTYPES[name]
 
 
+def _host_tensor(image: np.ndarray) -> torch.Tensor:
+    """A torch view of a uint8 image (a copy when it is read-only or not C-contiguous)."""
+    ok = image.flags.c_contiguous and image.flags.writeable
+    return torch.from_numpy(image if ok else np.array(image, order='C'))
+
+
 class TorchEngine(Engine):
     """Run a torch model on uint8 RGB views.
 
@@ -105,13 +112,18 @@ class TorchEngine(Engine):
         logger: Anything with `.info(str)`; module logger if None.
         details: Extra `info.details`.
         tune_malloc: On CPU, keep freed activations in the heap (module docstring).
+        resize_on_device: Take camera-size images in `infer_camera` and run the upstream resize
+            as matmuls on the device (`resizes_on_device`). None: on CUDA for a one-view engine;
+            off on CPU, where OpenCV's banded host resize is several times cheaper than dense
+            matmuls on the same cores (True there is for tests).
     """
 
     def __init__(self, model: nn.Module, run: RunFn, *, model_name: str, num_views: int = 1,
                  device: str = 'cpu', dtype: str = 'float32', patch_size: int = 14,
                  cuda_graphs: Optional[bool] = None, logger: Optional[Any] = None,
                  details: Optional[dict] = None, mean: Sequence[float] = IMAGENET_MEAN,
-                 std: Sequence[float] = IMAGENET_STD, tune_malloc: bool = True) -> None:
+                 std: Sequence[float] = IMAGENET_STD, tune_malloc: bool = True,
+                 resize_on_device: Optional[bool] = None) -> None:
         self._device = torch.device(device)
         self._cuda = self._device.type == 'cuda'
         if cuda_graphs and not self._cuda:
@@ -129,11 +141,15 @@ class TorchEngine(Engine):
         self._mean = torch.tensor(mean, dtype=torch.float32, device=self._device).view(1, 3, 1, 1)
         self._std = torch.tensor(std, dtype=torch.float32, device=self._device).view(1, 3, 1, 1)
         self._graphs: dict[tuple[int, int], tuple] = {}
+        self.resizes_on_device = (self._cuda if resize_on_device is None
+                                  else bool(resize_on_device)) and num_views == 1
+        self._resize_mats: dict[ResizeMap, list] = {}
         self._prepared: set[tuple[int, int]] = set()
         self._timings: dict[str, float] = {}
         self._closed = False
         backend = 'torch-cuda' if self._cuda else 'torch-cpu'
-        info = {'cuda_graphs': self._graphs_on, 'threads': torch.get_num_threads(),
+        info = {'cuda_graphs': self._graphs_on, 'resize_on_device': self.resizes_on_device,
+                'threads': torch.get_num_threads(),
                 'torch': torch.__version__,
                 'malloc_tuned': bool(tune_malloc and not self._cuda and tune_cpu_malloc())}
         info.update(details or {})
@@ -204,27 +220,81 @@ class TorchEngine(Engine):
         if shape not in self._prepared:
             self.prepare(shape)
         t0 = time.perf_counter()
-        host = [torch.from_numpy(im if im.flags.c_contiguous and im.flags.writeable
-                                 else np.array(im, order='C')) for im in images]
+        host = [_host_tensor(im) for im in images]
         if shape in self._graphs:
-            graph, static_in, static_out = self._graphs[shape]
-            for dst, src in zip(static_in, host):
-                dst.copy_(src, non_blocking=False)
+            return self._replay(shape, host, t0)
+        with torch.inference_mode():
+            dev = [t.to(self._device) for t in host]
+            return self._eager(dev, t0, {})
+
+    def infer_camera(self, image: np.ndarray, resize: ResizeMap) -> dict[str, np.ndarray]:
+        """`infer` of a camera-size image, resized on this engine's device (base.Engine).
+
+        The resize steps run as fp32 matmuls with the uint8 store after each (resize_map.py);
+        the network input is then the same uint8 image `infer` would have been given.
+        """
+        if self._closed:
+            raise RuntimeError('engine is closed')
+        if not self.resizes_on_device:
+            return super().infer_camera(image, resize)
+        check_views((image,), 1)
+        if image.shape[:2] != resize.src_hw:
+            raise ValueError(f'image {image.shape[:2]} is not the resize\'s camera size '
+                             f'{resize.src_hw}')
+        shape = resize.net_hw
+        if shape not in self._prepared:
+            self.prepare(shape)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            src = _host_tensor(image).to(self._device)
             self._sync()
-            t1 = time.perf_counter()
-            graph.replay()
-            out = static_out
-        else:
-            with torch.inference_mode():
-                dev = [t.to(self._device) for t in host]
-                self._sync()
-                t1 = time.perf_counter()
-                out = self._forward(dev)
+            t_up = time.perf_counter()
+            net = self._resample(src, resize)
+            self._sync()
+            stages = {'upload': t_up - t0, 'resample': time.perf_counter() - t_up}
+            if shape in self._graphs:
+                return self._replay(shape, [net], t0, stages)
+            return self._eager([net], t0, stages)
+
+    def _resample(self, src: torch.Tensor, resize: ResizeMap) -> torch.Tensor:
+        """(H, W, 3) uint8 on the device -> (h, w, 3) uint8 on the device (the map's steps)."""
+        mats = self._resize_mats.get(resize)
+        if mats is None:
+            if len(self._resize_mats) >= 8:    # a node sees one or two camera sizes
+                self._resize_mats.clear()
+            mats = [(torch.from_numpy(np.array(s.rows)).to(self._device),
+                     torch.from_numpy(np.array(s.cols.T)).to(self._device))
+                    for s in resize.steps]
+            self._resize_mats[resize] = mats
+        x = src.permute(2, 0, 1).to(torch.float32)                     # (3, H, W)
+        for rows, cols_t in mats:
+            x = torch.matmul(torch.matmul(rows, x), cols_t).round_().clamp_(0.0, 255.0)
+        return x.permute(1, 2, 0).to(torch.uint8).contiguous()
+
+    def _replay(self, shape, inputs: list[torch.Tensor], t0: float,
+                stages: Optional[dict] = None) -> dict[str, np.ndarray]:
+        """Copy the inputs (host or device) into the shape's graph inputs, replay, read back."""
+        graph, static_in, static_out = self._graphs[shape]
+        for dst, src in zip(static_in, inputs):
+            dst.copy_(src, non_blocking=False)
+        self._sync()
+        t1 = time.perf_counter()
+        graph.replay()
+        return self._read(static_out, t0, t1, stages or {})
+
+    def _eager(self, dev: list[torch.Tensor], t0: float, stages: dict) -> dict[str, np.ndarray]:
+        """Forward on device tensors (inside inference_mode), read back."""
+        self._sync()
+        t1 = time.perf_counter()
+        out = self._forward(dev)
+        return self._read(out, t0, t1, stages)
+
+    def _read(self, out: dict, t0: float, t1: float, stages: dict) -> dict[str, np.ndarray]:
         self._sync()
         t2 = time.perf_counter()
         result = {k: v.detach().to(torch.float32).cpu().numpy() for k, v in out.items()}
         t3 = time.perf_counter()
-        self._timings = {'upload': t1 - t0, 'forward': t2 - t1, 'readback': t3 - t2,
+        self._timings = {'upload': t1 - t0, **stages, 'forward': t2 - t1, 'readback': t3 - t2,
                          'total': t3 - t0}
         return result
 
@@ -235,6 +305,7 @@ class TorchEngine(Engine):
         self._closed = True
         self._graphs.clear()
         self._prepared.clear()
+        self._resize_mats.clear()
         self._model = None
         self._run = None
         if self._cuda:
