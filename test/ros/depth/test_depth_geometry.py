@@ -4,7 +4,9 @@ The node runs in its own process with the known-depth engine double (network onl
 process publishes Image + CameraInfo and checks depth, depth/camera_info and points against values
 computed here from first principles (image_geometry's P/binning/ROI rules, DA3's metric scale with
 the focal at network resolution, depth_image_proc's back-projection) for several intrinsics,
-resolutions, binning/ROI settings, decimations and both output resolutions.
+resolutions, binning/ROI settings, decimations and both output resolutions. The double
+`resizes_on_device`, so the camera-grid cases hand the camera image to `infer_camera` and the
+network-grid ones resize on the host (both roads of the frame path, one node).
 """
 import time
 
@@ -77,7 +79,8 @@ def _outputs_for(probe, stamp_sec):
 
 
 def test_geometry_exact_through_ros(probe):
-    args = f'{{"base": {BASE}, "gx": {GX}, "gy": {GY}, "sky_rows": {SKY_ROWS}}}'
+    args = (f'{{"base": {BASE}, "gx": {GX}, "gy": {GY}, "sky_rows": {SKY_ROWS}, '
+            '"resize_on_device": true}')
     params = {'engine_plugin': KNOWN_ENGINE, 'engine_plugin_args': args,
               'input_reliability': 'reliable', 'points_format': 'xyzrgb'}
     for t, typ in (('depth', Image), ('depth/camera_info', CameraInfo), ('points', PointCloud2)):
@@ -112,6 +115,7 @@ def test_geometry_exact_through_ros(probe):
                     break
             assert out and all(out.values()), f'case {i}: outputs missing\n{proc.log_text()}'
             _check_case(case, header, rgb, out)
+        assert 'known-depth: resized (300, 400) -> ' in proc.log_text(), proc.log_text()
         _check_mm_and_preview(probe, img_pub, info_pub, proc)
 
 

@@ -11,7 +11,7 @@ while an infer is running prints 'known-depth: CLOSED DURING INFER' (what a node
 ctypes.PyDLL): no Python thread, the shutdown watchdog included, runs meanwhile.
 `resize_on_device` makes it an engine that `resizes_on_device`: `infer_camera` checks the camera
 image against the ResizeMap and answers at the map's network size (its maps depend only on the
-shape, so nothing needs resampling; `camera_calls` counts these calls).
+shape, so nothing needs resampling; `camera_calls` counts these calls, the first is printed).
 """
 from __future__ import annotations
 
@@ -60,6 +60,9 @@ class KnownDepthEngine(Engine):
         if check_views((image,), 1) != resize.src_hw:
             raise ValueError(f'image {image.shape[:2]} is not the map\'s {resize.src_hw}')
         self.camera_calls += 1
+        if self.camera_calls == 1:   # for node-process tests: the frame path took this road
+            print(f'known-depth: resized {resize.src_hw} -> {resize.net_hw} on the device',
+                  flush=True)
         return self._maps(*resize.net_hw)
 
     def _maps(self, h, w):
