@@ -1,12 +1,14 @@
 """Run the project's ttnn engine through the REAL ttnn 0.81.1 on a mock p150 and report.
 
     .venv/bin/python test/ttnn_dryrun/driver.py --model da3-tiny [--size 280x504 ...]
-        [--grid 11x10|13x10] [--dtype PRESET] [--json OUT]
+        [--camera 480x640 ...] [--grid 11x10|13x10] [--dtype PRESET] [--json OUT]
 
 The engine (tt_depth_ros.engines.ttnn, rule-v1 weights) runs in this interpreter with the real
 library behind `ttnn` (bridge.py -> server.py in the side venv, environment.py). It goes through
 its whole public life: build_ttnn_engine, prepare per size (eager warm-up, trace capture), infer
-per size (upload, execute_trace, readback, unpack), close. Nothing numeric is checked (device
+per size (upload, execute_trace, readback, unpack), then per camera size (DA3: the upstream
+resize on the device, prepare_camera + infer_camera at the default process_res), close. Nothing
+numeric is checked (device
 reads return zeros): the report lists what the real library rejected, the buffer hazards
 (monitor.py), programs per traced forward and the peak DRAM/L1 the real allocator held.
 Exit status 1 when anything other than the expected ETH-dispatch refusal was recorded.
@@ -69,8 +71,11 @@ def mock_descriptor(grid: str, workdir: Path) -> Path:
 
 
 def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=None,
-        op_records: bool = False, dtype: str | None = None) -> dict:
+        op_records: bool = False, dtype: str | None = None,
+        cameras: tuple[str, ...] = ()) -> dict:
     """One model through build/prepare/infer/close; returns the report (see module doc).
+
+    cameras: HxW camera sizes resized on the device (DA3 only), after the network sizes.
 
     op_records: each trace in the report also lists the device ops its body ran, read from the
     real library's graph capture (monitor.py, op_records.py; benchmarks/ttnn_estimate.py).
@@ -120,6 +125,20 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
                     for _ in range(eng.num_views)]
             out = eng.infer(*imgs)
             outputs[s] = {k: list(v.shape) for k, v in out.items()}
+        for c in cameras:
+            from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size
+            from tt_depth_ros.geometry.preprocess.resize_map import resize_map
+            h, w = (int(v) for v in c.split('x'))
+            rmap = resize_map((h, w), network_size(w, h, 504), 504)
+            bridge.phase(f'prepare camera {c}')
+            t0 = time.perf_counter()
+            eng.prepare_camera(rmap)
+            result['timings_s'][f'prepare camera {c}'] = round(time.perf_counter() - t0, 1)
+            bridge.phase(f'infer camera {c}')
+            out = eng.infer_camera(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), rmap)
+            outputs[f'camera {c}'] = {k: list(v.shape) for k, v in out.items()}
+            result['camera_network'] = {**result.get('camera_network', {}),
+                                        c: list(rmap.net_hw)}
         result['outputs'] = outputs
         result['engine_info'] = eng.info.details
         bridge.phase('close')
@@ -175,12 +194,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', choices=sorted(MODELS), required=True)
     ap.add_argument('--size', action='append', default=[], help='HxW (repeatable)')
+    ap.add_argument('--camera', action='append', default=[],
+                    help='HxW camera size resized on the device (DA3; repeatable)')
     ap.add_argument('--grid', choices=sorted(HARVEST), default='11x10')
     ap.add_argument('--max-traced-shapes', type=int)
     ap.add_argument('--dtype', help='precision preset (default: the family default)')
     ap.add_argument('--json', help='write the full report here')
     a = ap.parse_args()
-    r = run(a.model, a.size, a.grid, a.max_traced_shapes, dtype=a.dtype)
+    r = run(a.model, a.size, a.grid, a.max_traced_shapes, dtype=a.dtype,
+            cameras=tuple(a.camera))
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=1))
     summary = {k: r.get(k) for k in ('model', 'status', 'dispatch', 'grid', 'sizes',

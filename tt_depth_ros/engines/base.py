@@ -39,7 +39,8 @@ class Engine(abc.ABC):
     """Backend-neutral network runner.
 
     Lifecycle: construct (weights loaded) -> `prepare(shape)` for every input shape that will be
-    used (compile / warm / capture) -> `infer(...)` per frame -> `close()`.
+    used (compile / warm / capture) -> `infer(...)` per frame -> `close()`. An engine that
+    `resizes_on_device` takes `prepare_camera(resize)` and `infer_camera(image, resize)` too.
 
     `infer` takes `num_views` uint8 arrays of shape (H, W, 3), RGB, C-contiguous, at a prepared
     shape (1 view for DA3, 2 for DUSt3R, any number for an ANY_VIEWS engine), and returns a dict
@@ -60,6 +61,14 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def infer(self, *images: np.ndarray) -> dict[str, np.ndarray]:
         """Run the network on `num_views` uint8 HxWx3 RGB images; return float32 raw maps."""
+
+    def prepare_camera(self, resize: ResizeMap) -> None:
+        """Get ready for `infer_camera` with `resize`.
+
+        The default prepares its network size; an engine that traces the resize with the
+        network (ttnn) prepares the pair.
+        """
+        self.prepare(tuple(resize.net_hw))
 
     def infer_camera(self, image: np.ndarray, resize: ResizeMap) -> dict[str, np.ndarray]:
         """`infer` of one camera-size uint8 RGB image, resized by `resize` on the device.

@@ -51,7 +51,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     resize_to_network,
     scale_intrinsics,
 )
-from tt_depth_ros.geometry.preprocess.resize_map import resize_map
+from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap, resize_map
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import (
     depth_to_mm16,
@@ -226,6 +226,18 @@ class DA3FramePath:
             return FrameIntrinsics('camera_info', K, tx)
         return FrameIntrinsics('estimated' if self.estimates_intrinsics else 'default')
 
+    def device_resize(self, camera_hw: tuple[int, int],
+                      options: FrameOptions) -> Optional[ResizeMap]:
+        """The resize the engine runs on its device for this camera size, or None (the host's).
+
+        The engine takes camera images when it `resizes_on_device` and the output is on the
+        camera grid (the network grid's output needs the network image on the host anyway).
+        """
+        if options.output != 'camera' or not self.engine.resizes_on_device:
+            return None
+        h, w = (int(v) for v in camera_hw)
+        return resize_map((h, w), options.network_hw(w, h), options.process_res)
+
     def __call__(self, rgb: np.ndarray, intrinsics: FrameIntrinsics, options: FrameOptions,
                  border: Optional[Rectifier] = None) -> DepthFrame:
         """Depth of one camera image.
@@ -244,9 +256,9 @@ class DA3FramePath:
         height, width = rgb.shape[:2]
         net_h, net_w = options.network_hw(width, height)
         to_camera = options.output == 'camera'
-        if to_camera and self.engine.resizes_on_device:   # the engine resizes on its device
+        resize = self.device_resize((height, width), options)
+        if resize is not None:      # the engine resizes on its device
             img_net = None
-            resize = resize_map((height, width), (net_h, net_w), options.process_res)
             t1 = time.perf_counter()
             out = self.engine.infer_camera(rgb, resize)
         else:

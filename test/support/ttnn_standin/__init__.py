@@ -59,6 +59,7 @@ from .ops_math import (
     multiply,
     reciprocal,
     relu,
+    round,
     softmax,
     sqrt,
     subtract,

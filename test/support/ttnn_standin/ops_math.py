@@ -288,6 +288,13 @@ def reciprocal(input_tensor, *, memory_config=None, output_tensor=None, sub_core
     return _unary('reciprocal', torch.reciprocal, input_tensor, memory_config)
 
 
+def round(input_tensor, *, decimals=0, memory_config=None, output_tensor=None,  # noqa: A001
+          sub_core_grids=None):
+    """Half to even, as tt-metal's SFPU `round_even` (ckernel_sfpu_round.h) with decimals 0."""
+    return _unary('round', lambda v: torch.round(v, decimals=decimals), input_tensor,
+                  memory_config, (decimals,))
+
+
 def clamp(input_tensor, min=None, max=None, *, memory_config=None,  # noqa: A002 (ttnn names)
           output_tensor=None):
     return _unary('clamp', lambda v: torch.clamp(v, min=min, max=max), input_tensor,

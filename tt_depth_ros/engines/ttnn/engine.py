@@ -7,6 +7,11 @@ shapes beyond `max_traced_shapes` (their constants, inputs and per-shape conv we
 region is sized for that many traces), warms the new shape and re-captures every kept shape.
 infer: host uint8 -> copy into the persistent input -> non-blocking execute_trace -> one
 blocking readback of the packed outputs. close: traces, tensors, device.
+
+A one-view (DA3) engine `resizes_on_device`: `prepare_camera(resize)` / `infer_camera` key a
+trace by (network size, camera size); its persistent input has the camera size and the trace
+starts with the upstream resize as matmuls (layers/resize.py `TtResize.from_matrices`, the
+matrices of geometry/preprocess/resize_map.py), so the host uploads the camera frame as it came.
 """
 from __future__ import annotations
 
@@ -19,7 +24,13 @@ import numpy as np
 import torch
 
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
+from tt_depth_ros.engines.ttnn.common import exact_kernel_config
 from tt_depth_ros.engines.ttnn.config import shape_config
+from tt_depth_ros.engines.ttnn.layers.resize import TtResize
+from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap
+
+Key = tuple[tuple[int, int], Optional[tuple[int, int]]]
+"""A prepared trace: (network (H, W), camera (H, W) resized on the device, or None)."""
 
 
 @dataclass
@@ -27,9 +38,14 @@ class _Shape:
     config: Any
     state: dict
     inputs: list
+    camera: list = field(default_factory=list)    # TtResize per resize step (camera keys)
     trace: Any = None
     output: Any = None
-    extra: dict = field(default_factory=dict)
+
+
+def _label(key: Key) -> str:
+    (h, w), src = key
+    return f'{h}x{w}' + (f' (camera {src[0]}x{src[1]} resized on the device)' if src else '')
 
 
 class TtnnEngine(Engine):
@@ -48,7 +64,8 @@ class TtnnEngine(Engine):
         self.num_views = net.num_views
         self.logger = logger
         self.max_traced_shapes = int(max_traced_shapes)
-        self._shapes: OrderedDict[tuple[int, int], _Shape] = OrderedDict()   # LRU first
+        self._shapes: OrderedDict[Key, _Shape] = OrderedDict()   # LRU first
+        self.resizes_on_device = self.num_views == 1
         self._timings: dict[str, float] = {}
         self._closed = False
 
@@ -61,60 +78,85 @@ class TtnnEngine(Engine):
                                    'dispatch': self.ctx.dispatch,
                                    'grid': f'{self.ctx.grid[0]}x{self.ctx.grid[1]}',
                                    'precision': self.ctx.precision.name,
-                                   'shapes': [list(s) for s in self._shapes]})
+                                   'shapes': [list(net) for net, _ in self._shapes],
+                                   'camera_sizes': [list(src) if src else None
+                                                    for _, src in self._shapes]})
 
     def _log(self, msg: str) -> None:
         if self.logger is not None:
             self.logger.info(msg)
 
     def prepare(self, shape: tuple[int, int]) -> None:
+        self._prepare(((int(shape[0]), int(shape[1])), None), None)
+
+    def prepare_camera(self, resize: ResizeMap) -> None:
+        """Warm and trace the camera -> network resize and the network for one camera size."""
+        if not self.resizes_on_device:
+            super().prepare_camera(resize)
+            return
+        self._prepare((tuple(resize.net_hw), tuple(resize.src_hw)), resize)
+
+    def _prepare(self, key: Key, resize: Optional[ResizeMap]) -> None:
         if self._closed:
             raise RuntimeError('ttnn engine is closed')
-        shape = (int(shape[0]), int(shape[1]))
-        if shape in self._shapes:
-            self._shapes.move_to_end(shape)
+        if key in self._shapes:
+            self._shapes.move_to_end(key)
             return
         ttnn = self.ctx.ttnn
+        shape, src = key
         sc = shape_config(shape[0], shape[1], self.net.patch, self.net.prefix_tokens,
                           self.ctx.grid)
         self._release_traces()            # allocation below is unsafe while a trace exists
         while len(self._shapes) >= self.max_traced_shapes:
             self._evict(next(iter(self._shapes)))
-        self.ctx.active_shape = shape
+        self.ctx.active_shape = key
         t0 = time.perf_counter()
         state = self.net.build_shape(sc)
-        inputs = []
+        in_h, in_w = src or shape
+        inputs, camera = [], []
         try:
+            for step in (resize.steps if resize is not None else ()):
+                camera.append(TtResize.from_matrices(
+                    self.ctx, torch.tensor(step.rows), torch.tensor(step.cols), channels=3,
+                    kernel_config=exact_kernel_config(self.ctx)))
             for _ in range(self.num_views):
                 inputs.append(ttnn.allocate_tensor_on_device(
-                    ttnn.Shape([1, 1, shape[0] * shape[1], 3]), ttnn.uint8,
+                    ttnn.Shape([1, 1, in_h * in_w, 3]), ttnn.uint8,
                     ttnn.ROW_MAJOR_LAYOUT, self.ctx.device))
-            zero = ttnn.from_torch(torch.zeros(1, 1, shape[0] * shape[1], 3,
-                                               dtype=torch.uint8), dtype=ttnn.uint8)
+            zero = ttnn.from_torch(torch.zeros(1, 1, in_h * in_w, 3, dtype=torch.uint8),
+                                   dtype=ttnn.uint8)
             for x in inputs:
                 ttnn.copy_host_to_device_tensor(zero, x)
-            out = self.net.forward(sc, state, inputs)    # eager warm-up: compile + conv prep
+            entry = _Shape(sc, state, inputs, camera)
+            out = self._forward(entry)    # eager warm-up: compile + conv prep
             ttnn.synchronize_device(self.ctx.device)
             ttnn.deallocate(out)
         except BaseException:
             for x in inputs:
                 ttnn.deallocate(x)
+            for r in camera:
+                r.release()
             self.net.release_shape(state)
-            self._release_conv_weights(shape)
+            self._release_conv_weights(key)
             raise
-        self._shapes[shape] = _Shape(sc, state, inputs)
-        self._log(f'ttnn: warmed {shape[0]}x{shape[1]} in {time.perf_counter() - t0:.1f} s '
+        self._shapes[key] = entry
+        self._log(f'ttnn: warmed {_label(key)} in {time.perf_counter() - t0:.1f} s '
                   f'({sc.tokens} tokens -> {sc.seq})')
         self._capture_all()
 
+    def _forward(self, e: _Shape):
+        if e.camera:
+            return self.net.forward(e.config, e.state, e.inputs, camera=e.camera)
+        return self.net.forward(e.config, e.state, e.inputs)
+
     def _capture_all(self) -> None:
         ttnn = self.ctx.ttnn
-        for shape, e in self._shapes.items():
-            self.ctx.active_shape = shape
+        for key, e in self._shapes.items():
+            self.ctx.active_shape = key
             t0 = time.perf_counter()
             tid = ttnn.begin_trace_capture(self.ctx.device, cq_id=0)
             try:
-                e.output = self.net.forward(e.config, e.state, e.inputs)
+                e.output = self._forward(e)
             except BaseException:
                 ttnn.end_trace_capture(self.ctx.device, tid, cq_id=0)
                 ttnn.release_trace(self.ctx.device, tid)
@@ -122,22 +164,27 @@ class TtnnEngine(Engine):
             ttnn.end_trace_capture(self.ctx.device, tid, cq_id=0)
             ttnn.synchronize_device(self.ctx.device)
             e.trace = tid
-            self._log(f'ttnn: captured trace for {shape[0]}x{shape[1]} in '
+            self._log(f'ttnn: captured trace for {_label(key)} in '
                       f'{time.perf_counter() - t0:.2f} s')
 
-    def _evict(self, shape) -> None:
-        """Drop a prepared shape (trace already released): inputs, constants, conv weights."""
-        e = self._shapes.pop(shape)
-        for x in e.inputs:
-            self.ctx.ttnn.deallocate(x)
-        self.net.release_shape(e.state)
-        self._release_conv_weights(shape)
-        self._log(f'ttnn: evicted {shape[0]}x{shape[1]} (least recently used; '
+    def _evict(self, key: Key) -> None:
+        """Drop a prepared key (trace already released): inputs, constants, conv weights."""
+        e = self._shapes.pop(key)
+        self._release_entry(e)
+        self._release_conv_weights(key)
+        self._log(f'ttnn: evicted {_label(key)} (least recently used; '
                   f'max_traced_shapes={self.max_traced_shapes})')
 
-    def _release_conv_weights(self, shape) -> None:
-        """Per-shape conv weights used by `shape` and by no kept shape."""
-        used = self.ctx.shape_uses.pop(shape, set())
+    def _release_entry(self, e: _Shape) -> None:
+        for x in e.inputs:
+            self.ctx.ttnn.deallocate(x)
+        for r in e.camera:
+            r.release()
+        self.net.release_shape(e.state)
+
+    def _release_conv_weights(self, key: Key) -> None:
+        """Per-shape conv weights used by `key` and by no kept key."""
+        used = self.ctx.shape_uses.pop(key, set())
         kept = set().union(*self.ctx.shape_uses.values()) if self.ctx.shape_uses else set()
         for conv, hw in used - kept:
             conv.release_hw(hw)
@@ -156,17 +203,38 @@ class TtnnEngine(Engine):
         if self._closed:
             raise RuntimeError('ttnn engine is closed')
         shape = check_views(images, self.num_views)
-        if shape not in self._shapes:
+        key = (shape, None)
+        if key not in self._shapes:
             self._log(f'ttnn: unprepared input shape {shape}; preparing it now')
             self.prepare(shape)
+        return self._run(key, images)
+
+    def infer_camera(self, image: np.ndarray, resize: ResizeMap) -> dict[str, np.ndarray]:
+        """`infer` of a camera-size image; the trace resizes it on the device (base.Engine)."""
+        if self._closed:
+            raise RuntimeError('ttnn engine is closed')
+        if not self.resizes_on_device:
+            return super().infer_camera(image, resize)
+        if check_views((image,), 1) != tuple(resize.src_hw):
+            raise ValueError(f'image {image.shape[:2]} is not the resize\'s camera size '
+                             f'{resize.src_hw}')
+        key = (tuple(resize.net_hw), tuple(resize.src_hw))
+        if key not in self._shapes:
+            self._log(f'ttnn: unprepared camera size {key[1]}; preparing it now')
+            self.prepare_camera(resize)
+        return self._run(key, (image,))
+
+    def _run(self, key: Key, images) -> dict[str, np.ndarray]:
+        """Upload into the key's persistent inputs, replay its trace, read back, unpack."""
         ttnn = self.ctx.ttnn
-        e = self._shapes[shape]
-        self._shapes.move_to_end(shape)
+        e = self._shapes[key]
+        self._shapes.move_to_end(key)
+        in_h, in_w = key[1] or key[0]
         t0 = time.perf_counter()
         for img, dst in zip(images, e.inputs):
             # copy: the caller's array may be read-only (torch.from_numpy would warn)
             host = ttnn.from_torch(torch.from_numpy(np.array(img, order='C')).reshape(
-                1, 1, shape[0] * shape[1], 3), dtype=ttnn.uint8)
+                1, 1, in_h * in_w, 3), dtype=ttnn.uint8)
             ttnn.copy_host_to_device_tensor(host, dst)
         t1 = time.perf_counter()
         ttnn.execute_trace(self.ctx.device, e.trace, cq_id=0, blocking=False)
@@ -184,9 +252,7 @@ class TtnnEngine(Engine):
         ttnn = self.ctx.ttnn
         self._release_traces()
         for e in self._shapes.values():
-            for x in e.inputs:
-                ttnn.deallocate(x)
-            self.net.release_shape(e.state)
+            self._release_entry(e)
         self._shapes.clear()
         self.net.release()
         ttnn.close_device(self.ctx.device)

@@ -113,6 +113,11 @@ class DepthNode(PerceptionLifecycleNode):
         w, h = self.params['expected_width'], self.params['expected_height']
         return [self.frame_options().network_hw(w, h)] if w and h else []
 
+    def expected_resize(self, shape: tuple[int, int]):
+        """The expected camera size's resize when the engine runs it on its device."""
+        w, h = self.params['expected_width'], self.params['expected_height']
+        return self.frame_path.device_resize((h, w), self.frame_options())
+
     def frame_options(self) -> FrameOptions:
         """The frame path's options from the current (partly runtime) parameters."""
         return depth_frame_options(self.params, self.frame_path.is_metric)
@@ -159,7 +164,7 @@ class DepthNode(PerceptionLifecycleNode):
         if view is None:
             return
         t1 = time.perf_counter()
-        self.ensure_prepared(net)
+        self.ensure_prepared(net, self.frame_path.device_resize((height, width), options))
         frame = self.frame_path(view.rgb, self.frame_path.intrinsics(view.K, view.tx), options,
                                 border=view.border)
         t2 = time.perf_counter()

@@ -12,9 +12,11 @@ import importlib
 import inspect
 import json
 import time
+from typing import Optional
 
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.cancel import CancelToken
+from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap
 
 
 def _accepts(fn, name: str) -> bool:
@@ -61,21 +63,33 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
 
 
 class PreparedShapes:
-    """The network shapes an engine is prepared for (prepare compiles/traces: seconds, once)."""
+    """The network shapes an engine is prepared for (prepare compiles/traces: seconds, once).
+
+    With a ResizeMap (an engine that resizes on its device) the key is the network shape and the
+    camera size, prepared by `engine.prepare_camera`.
+    """
 
     def __init__(self) -> None:
-        self._shapes: set[tuple[int, int]] = set()
+        self._shapes: set[tuple] = set()
 
     def reset(self) -> None:
         """A new engine: nothing prepared yet."""
         self._shapes.clear()
 
-    def ensure(self, engine: Engine, shape: tuple[int, int], logger) -> None:
-        """Prepare `engine` for `shape` unless done already (logged with its duration)."""
-        if shape in self._shapes:
+    def ensure(self, engine: Engine, shape: tuple[int, int], logger,
+               resize: Optional[ResizeMap] = None) -> None:
+        """Prepare `engine` for `shape` (and `resize`'s camera size) unless done already, logged."""
+        key = (tuple(shape), None if resize is None else tuple(resize.src_hw))
+        if key in self._shapes:
             return
-        logger.info(f'preparing engine for network shape {shape[0]}x{shape[1]} ...')
+        what = f'{shape[0]}x{shape[1]}' + ('' if resize is None else
+                                           f' (camera {resize.src_hw[0]}x{resize.src_hw[1]}, '
+                                           'resized on the device)')
+        logger.info(f'preparing engine for network shape {what} ...')
         t0 = time.monotonic()
-        engine.prepare(shape)
-        self._shapes.add(shape)
-        logger.info(f'engine ready for {shape[0]}x{shape[1]} ({time.monotonic() - t0:.2f} s)')
+        if resize is None:
+            engine.prepare(shape)
+        else:
+            engine.prepare_camera(resize)
+        self._shapes.add(key)
+        logger.info(f'engine ready for {what} ({time.monotonic() - t0:.2f} s)')

@@ -119,6 +119,10 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Network (H, W) shapes to prepare at configure (empty = prepare on the first frame)."""
         return []
 
+    def expected_resize(self, shape: tuple[int, int]):
+        """The ResizeMap to prepare with an expected shape (the engine resizes on its device)."""
+        return None
+
     def create_outputs(self) -> None:
         """Create lifecycle publishers (configure); use `add_publisher`."""
 
@@ -139,9 +143,13 @@ class PerceptionLifecycleNode(LifecycleNode):
         return build_node_engine(self.params, self.get_logger(), self.cancel,
                                  self.engine_num_views())
 
-    def ensure_prepared(self, shape: tuple[int, int]) -> None:
-        """Prepare the engine for a network shape once (logged: compile/trace can take seconds)."""
-        self.prepared.ensure(self.engine, shape, self.get_logger())
+    def ensure_prepared(self, shape: tuple[int, int], resize=None) -> None:
+        """Prepare the engine for a network shape once (logged: compile/trace can take seconds).
+
+        `resize`: the ResizeMap of a camera size the engine resizes on its device (DA3FramePath
+        `device_resize`), prepared with the network shape.
+        """
+        self.prepared.ensure(self.engine, shape, self.get_logger(), resize)
 
     def abort_configure(self) -> None:
         """Process shutdown: a configure in progress stops at its next checkpoint (any thread)."""
@@ -170,7 +178,7 @@ class PerceptionLifecycleNode(LifecycleNode):
                                    f'{self.engine.info}')
             self.configure_for_engine()
             for shape in self.expected_shapes():
-                self.ensure_prepared(shape)
+                self.ensure_prepared(shape, self.expected_resize(shape))
                 self.cancel.check('while preparing the engine')
             self.create_outputs()
             self._diag_timer = self.create_timer(self.params['diagnostics_period'],

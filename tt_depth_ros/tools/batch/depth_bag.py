@@ -233,7 +233,8 @@ class DepthBagJob:
             return []
         t1 = time.perf_counter()
         try:
-            self.prepared.ensure(self.engine, net, self.log)
+            self.prepared.ensure(self.engine, net, self.log,
+                                 self.path.device_resize((height, width), options))
             frame = self.path(view.rgb, self.path.intrinsics(view.K, view.tx), options,
                               border=view.border)
         except Exception as exc:  # noqa: BLE001 - the node's worker counts it and goes on

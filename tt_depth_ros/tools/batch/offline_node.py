@@ -176,8 +176,8 @@ class OfflineNode:
         self.offered.append(item)
 
     # ---- work -----------------------------------------------------------------------------
-    def ensure_prepared(self, shape: tuple[int, int]) -> None:
-        self.prepared.ensure(self.engine, shape, self._logger)
+    def ensure_prepared(self, shape: tuple[int, int], resize=None) -> None:
+        self.prepared.ensure(self.engine, shape, self._logger, resize)
 
     def reject(self, reason: str, message: str) -> None:
         self.skipped[reason] += 1
