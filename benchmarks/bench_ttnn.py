@@ -114,7 +114,7 @@ def main(argv=None) -> int:
         res['fps'] = 1.0 / float(np.median(walls))
         res['stages_ms_p50'] = {k: _pct(v, 50) for k, v in stages.items()}
         ttnn = eng.ctx.ttnn
-        entry = eng._shapes[shape]
+        entry = eng._shapes[(shape, None)]       # (network size, no camera resize)
         reps = []
         for _ in range(max(10, a.frames // 4)):
             t = time.perf_counter()

@@ -1,7 +1,8 @@
 """The ttnn engine through the REAL ttnn 0.81.1 on a mock p150 (driver.py): nothing rejected.
 
 Zero rejections and zero buffer hazards, for DA3 and DUSt3R tiny at every golden size (the
-Large models: slow).
+Large models: slow), and for DA3 tiny on camera frames it resizes on the device (one and two
+resize steps).
 
 Each model runs in a fresh interpreter (driver.py --json), the real library in the side venv
 (environment.py). Without Python 3.12 the tests skip loudly — except in CI (CI=true), where a
@@ -23,11 +24,13 @@ import environment  # noqa: E402
 ROOT = HERE.parents[1]
 
 
-def run_driver(tmp_path, model, sizes=(), timeout=900) -> dict:
+def run_driver(tmp_path, model, sizes=(), timeout=900, cameras=()) -> dict:
     out = tmp_path / f'{model}.json'
     cmd = [sys.executable, str(HERE / 'driver.py'), '--model', model, '--json', str(out)]
     for s in sizes:
         cmd += ['--size', s]
+    for c in cameras:
+        cmd += ['--camera', c]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     print(r.stdout[-6000:])
     assert out.exists(), f'driver wrote no report (exit {r.returncode}):\n{r.stderr[-4000:]}'
@@ -45,6 +48,8 @@ def check_report(rep: dict, views: int) -> None:
         shapes = rep['outputs'][s]
         assert all(v[:2] == [h, w] for v in shapes.values()), shapes
         assert len(shapes) == (2 if views == 1 else 6)
+    for c, net in rep.get('camera_network', {}).items():   # camera frames: network-size maps
+        assert all(v[:2] == net for v in rep['outputs'][f'camera {c}'].values())
     traced = [t for t in rep['traces'] if t['programs'] > 0]
     assert traced and all(t['state'] == 'released' for t in rep['traces'])
     assert rep['peak_bytes']['DRAM'] > 0
@@ -59,11 +64,14 @@ def check_report(rep: dict, views: int) -> None:
         assert live <= rep['max_traced_shapes']
 
 
-@pytest.mark.parametrize('model,views', [('da3-tiny', 1), ('dust3r-tiny', 2)])
+@pytest.mark.parametrize('model,views,cameras', [
+    ('da3-tiny', 1, ('480x640', '720x1280')),     # 640x480: one resize step; 1280x720: two
+    ('dust3r-tiny', 2, ())])
 def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
-                                                               views):
-    rep = run_driver(tmp_path, model)
+                                                               views, cameras):
+    rep = run_driver(tmp_path, model, cameras=cameras)
     check_report(rep, views)
+    assert sorted(rep.get('camera_network', {})) == sorted(cameras)
     print({t['phase']: t['programs'] for t in rep['traces']}, rep['peak_bytes'])
 
 

@@ -1,9 +1,9 @@
 """The upstream resize on the ttnn device (`prepare_camera` / `infer_camera`), on the CPU stand-in.
 
 The trace of a (network, camera) key starts from the camera-size uint8 input and resizes it with
-the matrices of geometry/preprocess/resize_map.py (engines/ttnn/common.py camera_image_to_tile):
-the device's network image must be the host bytes to within the FPU's TF32 reading of the
-intermediate sums (one level on a few per cent of the values), the depth must match `infer` on
+the matrices of geometry/preprocess/resize_map.py (engines/ttnn/layers/camera_resize.py):
+the device's network image must be the host bytes but for near-ties (one level on under 1 % of
+the values, with the FPU's TF32 operand reading modelled), the depth must match `infer` on
 the host-resized image, a camera key and a network key of the same network size must live side
 by side and be evicted cleanly, and the refusals must name the problem. That the real library
 accepts these ops is the dry run's part (test/ttnn_dryrun, driver.py --camera).
@@ -15,8 +15,7 @@ import torch
 from support.da3_fixtures import load_png_rgb
 from support.precision_gates import pcc
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
-from tt_depth_ros.engines.ttnn.common import camera_image_to_tile, exact_kernel_config
-from tt_depth_ros.engines.ttnn.layers.resize import TtResize
+from tt_depth_ros.engines.ttnn.layers.camera_resize import TtCameraResize
 from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size, resize_to_network
 from tt_depth_ros.geometry.preprocess.resize_map import resize_map
 
@@ -35,23 +34,20 @@ def test_device_network_image_is_the_host_bytes_but_tf32(ttnn, da3_tiny_sd, wh):
     net = network_size(w, h, 504)
     rmap = resize_map((h, w), net, 504)
     with build_ttnn_engine('da3metric-tiny', state_dict=da3_tiny_sd) as eng:
-        ctx = eng.ctx
-        steps = [TtResize.from_matrices(ctx, torch.tensor(s.rows), torch.tensor(s.cols), 3,
-                                        exact_kernel_config(ctx)) for s in rmap.steps]
+        camera = TtCameraResize(eng.ctx, rmap)
         x = ttnn.from_torch(torch.from_numpy(img).reshape(1, 1, h * w, 3), dtype=ttnn.uint8,
-                            device=ctx.device)
-        tile = camera_image_to_tile(ctx, x, steps)
+                            layout=ttnn.ROW_MAJOR_LAYOUT, device=eng.ctx.device)
+        tile = camera(x)
         assert tile.dtype == ttnn.bfloat16 and tile.layout == ttnn.TILE_LAYOUT
         ours = ttnn.to_torch(tile).float().numpy().reshape(*net, 3)
         for t in (x, tile):
             ttnn.deallocate(t)
-        for step in steps:
-            step.release()
+        camera.release()
     host = resize_to_network(img, net, 504).astype(np.float32)
     diff = np.abs(ours - host)
     print(f'{w}x{h} -> {net}: {(diff > 0).mean():.2%} of the values differ, max {diff.max()}')
     assert np.array_equal(ours, np.round(ours))                  # integers: the uint8 store
-    assert diff.max() <= len(rmap.steps) and (diff > 0).mean() < 0.1
+    assert diff.max() <= 1 and (diff > 0).mean() < 0.01
 
 
 @pytest.mark.parametrize('wh', [(320, 240), (700, 400)])   # cubic up (one step); area + snap
@@ -73,7 +69,7 @@ def test_camera_key_matches_the_host_resized_image(ttnn, da3_tiny_sd, wh):
     print(f'{w}x{h} -> {net}: depth PCC {p:.6f}, median rel {np.median(rel):.2e}, '
           f'max rel {rel.max():.2e}')
     # the tiny random-weight network spreads each one-level input difference over the image
-    assert p >= 0.9999 and np.median(rel) < 1e-2
+    assert p >= 0.99999 and np.median(rel) < 2e-3
 
 
 def test_camera_keys_evict_and_refuse_cleanly(ttnn, da3_tiny_sd):

@@ -86,11 +86,11 @@ def test_new_shape_after_capture_recaptures_all(ttnn, da3_tiny_sd):
     with _engine(da3_tiny_sd) as eng:
         eng.prepare((56, 84))
         first = eng.infer(a)['depth']
-        tid_a = eng._shapes[(56, 84)].trace
+        tid_a = eng._shapes[((56, 84), None)].trace
         out_b = eng.infer(b)                 # unprepared: release, warm, re-capture both
         assert out_b['depth'].shape == (70, 70)
         assert len(eng.ctx.device._traces) == 2
-        assert eng._shapes[(56, 84)].trace != tid_a
+        assert eng._shapes[((56, 84), None)].trace != tid_a
         np.testing.assert_array_equal(eng.infer(a)['depth'], first)
 
 

@@ -156,6 +156,9 @@ def reshape(input_tensor, shape, *, memory_config=None, pad_value=None,
     layout = input_tensor.layout
     view = is_reshape_view(old, new, layout)
     keep = layout == Layout.TILE and view
+    if not view and input_tensor.dtype not in _RESHAPE_DTYPES:   # reshape_device_operation.cpp
+        raise RuntimeError(f'TT_FATAL: reshape: Can only work with bfloat16/float32 or '
+                           f'int32/uint32 tensors, got {input_tensor.dtype}')
 
     def fn(d):
         if layout == Layout.TILE and keep:
@@ -171,16 +174,21 @@ def reshape(input_tensor, shape, *, memory_config=None, pad_value=None,
                   memory_config=memory_config, view=view)[0]
 
 
+_RESHAPE_DTYPES = (DataType.BFLOAT16, DataType.FLOAT32, DataType.INT32, DataType.UINT32)
+"""What ttnn 0.81.1's reshape device operation takes (a reshape that moves data, not a view)."""
+
+
 def is_reshape_view(old: tuple, new: tuple, layout) -> bool:
     """Whether ttnn 0.81.1's reshape returns a view on the input's buffer (no data movement).
 
-    Row-major always; TILE when the last dim is kept and the second-to-last is kept or stays a
-    multiple of 32 (whole tile rows).
+    Both layouts need the last dim kept (a ROW_MAJOR page is one last-dim row: the real library
+    runs its reshape device operation for (1, 1, H*W, 3) -> (1, 1, H, W*3)); TILE also needs
+    the second-to-last kept or staying a multiple of 32 (whole tile rows).
     """
-    if layout != Layout.TILE:
-        return True
     if len(old) < 2 or len(new) < 2 or old[-1] != new[-1]:
         return False
+    if layout != Layout.TILE:
+        return True
     t = numerics.TILE
     return old[-2] == new[-2] or (old[-2] % t == 0 and new[-2] % t == 0)
 

@@ -326,7 +326,7 @@ def add(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=True, dtype
     return _binary('add', torch.add, input_tensor_a, input_tensor_b, dtype, memory_config)
 
 
-def subtract(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=False, dtype=None,
+def subtract(input_tensor_a, input_tensor_b, *, fast_and_approximate_mode=True, dtype=None,
              memory_config=None, output_tensor=None):
     return _binary('subtract', torch.sub, input_tensor_a, input_tensor_b, dtype, memory_config)
 

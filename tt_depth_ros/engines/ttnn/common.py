@@ -55,34 +55,6 @@ def image_to_tile(ctx, image):
     return tile
 
 
-def camera_image_to_tile(ctx, image, resizes):
-    """Persistent uint8 camera image (1, 1, H*W, 3) ROW_MAJOR -> the network's bf16 TILE image.
-
-    The upstream resize on the device (geometry/preprocess/resize_map.py) in float32 activations
-    with bf16-split weights, HiFi4 and fp32 accumulation (`exact_kernel_config`), and after each
-    step the host's uint8 store: round half to even (tt-metal's SFPU round) and saturate. The
-    result is integer-valued, so the bf16 cast at the end is exact. Not bit-exact: the FPU reads
-    float32 operands as TF32 (10-bit mantissa), which is exact for the integer input of each
-    step's first matmul but rounds the weighted sums entering its second to 1/8 of a level at
-    128..255; after the store ~6 % of the values differ from the host bytes by one level (two
-    at most over two steps), the stand-in's model of it (test_camera_resize_ttnn.py).
-    """
-    ttnn = ctx.ttnn
-    rm = ttnn.typecast(image, ttnn.float32)
-    x = ttnn.to_layout(rm, ttnn.TILE_LAYOUT)
-    ttnn.deallocate(rm)
-    for resize in resizes:
-        summed = resize(x)
-        ttnn.deallocate(x)
-        rounded = ttnn.round(summed)
-        ttnn.deallocate(summed)
-        x = ttnn.clamp(rounded, 0.0, 255.0)     # INTER_CUBIC overshoots; the store saturates
-        ttnn.deallocate(rounded)
-    out = ttnn.typecast(x, ttnn.bfloat16)
-    ttnn.deallocate(x)
-    return out
-
-
 def exact_kernel_config(ctx):
     """HiFi4 with fp32 accumulation: the compute config of the camera resize's matmuls."""
     ttnn = ctx.ttnn

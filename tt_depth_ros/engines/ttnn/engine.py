@@ -10,23 +10,22 @@ blocking readback of the packed outputs. close: traces, tensors, device.
 
 A one-view (DA3) engine `resizes_on_device`: `prepare_camera(resize)` / `infer_camera` key a
 trace by (network size, camera size); its persistent input has the camera size and the trace
-starts with the upstream resize as matmuls (layers/resize.py `TtResize.from_matrices`, the
-matrices of geometry/preprocess/resize_map.py), so the host uploads the camera frame as it came.
+starts with the upstream resize as matmuls (layers/camera_resize.py, the matrices of
+geometry/preprocess/resize_map.py), so the host uploads the camera frame as it came.
 """
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 import torch
 
 from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
-from tt_depth_ros.engines.ttnn.common import exact_kernel_config
 from tt_depth_ros.engines.ttnn.config import shape_config
-from tt_depth_ros.engines.ttnn.layers.resize import TtResize
+from tt_depth_ros.engines.ttnn.layers.camera_resize import TtCameraResize
 from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap
 
 Key = tuple[tuple[int, int], Optional[tuple[int, int]]]
@@ -38,7 +37,7 @@ class _Shape:
     config: Any
     state: dict
     inputs: list
-    camera: list = field(default_factory=list)    # TtResize per resize step (camera keys)
+    camera: Optional[TtCameraResize] = None       # camera keys: the resize on the device
     trace: Any = None
     output: Any = None
 
@@ -78,6 +77,7 @@ class TtnnEngine(Engine):
                                    'dispatch': self.ctx.dispatch,
                                    'grid': f'{self.ctx.grid[0]}x{self.ctx.grid[1]}',
                                    'precision': self.ctx.precision.name,
+                                   'resize_on_device': self.resizes_on_device,
                                    'shapes': [list(net) for net, _ in self._shapes],
                                    'camera_sizes': [list(src) if src else None
                                                     for _, src in self._shapes]})
@@ -113,12 +113,10 @@ class TtnnEngine(Engine):
         t0 = time.perf_counter()
         state = self.net.build_shape(sc)
         in_h, in_w = src or shape
-        inputs, camera = [], []
+        inputs, camera = [], None
         try:
-            for step in (resize.steps if resize is not None else ()):
-                camera.append(TtResize.from_matrices(
-                    self.ctx, torch.tensor(step.rows), torch.tensor(step.cols), channels=3,
-                    kernel_config=exact_kernel_config(self.ctx)))
+            if resize is not None:
+                camera = TtCameraResize(self.ctx, resize)
             for _ in range(self.num_views):
                 inputs.append(ttnn.allocate_tensor_on_device(
                     ttnn.Shape([1, 1, in_h * in_w, 3]), ttnn.uint8,
@@ -134,8 +132,8 @@ class TtnnEngine(Engine):
         except BaseException:
             for x in inputs:
                 ttnn.deallocate(x)
-            for r in camera:
-                r.release()
+            if camera is not None:
+                camera.release()
             self.net.release_shape(state)
             self._release_conv_weights(key)
             raise
@@ -145,7 +143,7 @@ class TtnnEngine(Engine):
         self._capture_all()
 
     def _forward(self, e: _Shape):
-        if e.camera:
+        if e.camera is not None:
             return self.net.forward(e.config, e.state, e.inputs, camera=e.camera)
         return self.net.forward(e.config, e.state, e.inputs)
 
@@ -178,8 +176,8 @@ class TtnnEngine(Engine):
     def _release_entry(self, e: _Shape) -> None:
         for x in e.inputs:
             self.ctx.ttnn.deallocate(x)
-        for r in e.camera:
-            r.release()
+        if e.camera is not None:
+            e.camera.release()
         self.net.release_shape(e.state)
 
     def _release_conv_weights(self, key: Key) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_depth_ros.engines.ttnn.common import camera_image_to_tile, image_to_tile
+from tt_depth_ros.engines.ttnn.common import image_to_tile
 from tt_depth_ros.engines.ttnn.da3.backbone import TtDA3Backbone
 from tt_depth_ros.engines.ttnn.da3.head import TtDA3Head
 from tt_depth_ros.engines.ttnn.shape_state import attention_state, release_attention_state
@@ -32,8 +32,8 @@ class TtDA3:
         Counted by the real ttnn 0.81.1 in the dry run (test/ttnn_dryrun, 11x10 grid): tiny
         (4 blocks) 335/337/347 at 280x504/378x504/518x518, Large (24 blocks) 639 at 280x504,
         i.e. ~15.2 per block + ~275 (patch embed, taps, DPT head; its convs are several programs
-        each, more at larger sizes), and a camera resize on the device adds at most 2 steps of
-        11 (two bf16-split matmul pairs with their adds, transposes and reshapes). Bound: 16 per
+        each, more at larger sizes); a camera resized on the device adds 18 (one resize step,
+        480x640 -> 378x504: 355) to 31 (two steps, 720x1280 -> 280x504: 366). Bound: 16 per
         block + 384 (tiny 448, Large 768). test_ttnn_dryrun checks it against every count.
         """
         return 16 * (max(cfg.out_layers) + 1) + 384
@@ -44,11 +44,10 @@ class TtDA3:
         state.update(self.head.shape_constants(sc))
         return state
 
-    def forward(self, sc, state, inputs, camera=()):
-        """inputs: the persistent uint8 image; camera: TtResizes from its size to sc's (or none)."""
+    def forward(self, sc, state, inputs, camera=None):
+        """inputs: the persistent uint8 image; camera: its TtCameraResize to sc's size, or None."""
         ttnn = self.ctx.ttnn
-        img = (camera_image_to_tile(self.ctx, inputs[0], camera) if camera else
-               image_to_tile(self.ctx, inputs[0]))
+        img = camera(inputs[0]) if camera is not None else image_to_tile(self.ctx, inputs[0])
         taps = self.backbone(img, sc, state)
         ttnn.deallocate(img)
         return self.head(taps, sc, state)

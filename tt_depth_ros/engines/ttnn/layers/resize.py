@@ -1,8 +1,5 @@
 """Bilinear resize with align_corners=True as two constant matmuls (torch F.interpolate).
 
-The same two matmuls run any separable resize given as matrices (`TtResize.from_matrices`): the
-upstream camera -> network resize of geometry/preprocess/resize_map.py, on the device.
-
 ttnn.upsample's bilinear mode is half-pixel (align_corners=False) and integer-scale only
 (docs/ttnn.md §5), so DPT's resizes are separable matrices: out = A_h . X . A_w^T. A crop after
 a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Interpolation
@@ -43,27 +40,10 @@ class TtResize:
     """Per-shape resize (H, W, C) -> (Ho, Wo, C); `out_hw` = the size after the optional crop."""
 
     def __init__(self, ctx, in_hw, scaled_hw, out_hw, channels: int):
+        self.ctx = ctx
+        (self.h, self.w), (self.ho, self.wo), self.c = in_hw, out_hw, channels
         ah = interp_matrix(in_hw[0], scaled_hw[0], out_hw[0])           # (Ho, H)
         aw = interp_matrix(in_hw[1], scaled_hw[1], out_hw[1])           # (Wo, W)
-        self._setup(ctx, ah, aw, channels)
-
-    @classmethod
-    def from_matrices(cls, ctx, rows: torch.Tensor, cols: torch.Tensor, channels: int,
-                      kernel_config=None) -> 'TtResize':
-        """out[..., c] = rows @ x[..., c] @ cols.T: (H, W, C) -> (h, w, C).
-
-        rows: (h, H); cols: (w, W); kernel_config: the matmuls' compute config (None: the
-        precision preset's default).
-        """
-        obj = cls.__new__(cls)
-        obj._setup(ctx, rows.to(torch.float32), cols.to(torch.float32), channels,
-                   kernel_config)
-        return obj
-
-    def _setup(self, ctx, ah: torch.Tensor, aw: torch.Tensor, channels: int,
-               kernel_config=None) -> None:
-        self.ctx, self.kernel_config = ctx, kernel_config
-        (self.ho, self.h), (self.wo, self.w), self.c = ah.shape, aw.shape, channels
         self.ah = [upload(ctx, m[None, None]) for m in split_bf16(ah)]
         self.aw_t = [upload(ctx, m.t().contiguous()) for m in split_bf16(aw)]  # (W, Wo)
 
@@ -87,7 +67,7 @@ class TtResize:
     def _matmul2(self, x, mats, right: bool):
         """Compute x @ (M_hi + M_lo) (right) or (M_hi + M_lo) @ x as two matmuls and an add."""
         ttnn = self.ctx.ttnn
-        cfg = self.kernel_config or self.ctx.matmul_config()
+        cfg = self.ctx.matmul_config()
         parts = [ttnn.matmul(x, m, compute_kernel_config=cfg) if right else   # dtype: x's
                  ttnn.matmul(m, x, dtype=x.dtype, compute_kernel_config=cfg) for m in mats]
         out = ttnn.add(parts[0], parts[1])
