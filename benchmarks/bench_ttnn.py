@@ -7,7 +7,12 @@ node's host overhead relative to the engine (docs/design.md §4 target: <= 10 %)
 <= 15 ms per frame, DUSt3R pair <= 28 ms.
 
     .venv/bin/python benchmarks/bench_ttnn.py --model da3metric-large --shape 280x504 \
-        [--weights PATH] [--dtype bfloat16|bfloat8_b|...] [--frames 200] [--json out.json]
+        [--camera 480x640] [--weights PATH] [--dtype bfloat16|bfloat8_b|...] [--frames 200] \
+        [--json out.json]
+
+`--camera HxW` (DA3) measures what the depth node runs on the camera grid: the camera frame
+uploaded as it came and resized on the device inside the trace (`infer_camera`; the network size
+is the one the node picks at `--process-res`, default 504; `--shape` is then ignored).
 
 Without a device (no /dev/tenstorrent/<id> or no `ttnn` package) it says so and exits 0.
 `--ttnn-module support.ttnn_standin` runs the same code on the CPU stand-in (tests only: the
@@ -54,7 +59,8 @@ def host_overhead_ms(frames: int = 100) -> float | None:
         from bench_depth_host_overhead import run
         rclpy.init()
         try:
-            return float(run(True, frames)['host_ms'])
+            # the node's own work next to a ttnn DA3 engine, which resizes on its device
+            return float(run(True, frames, engine_resize=True)['host_ms'])
         finally:
             rclpy.shutdown()
     except Exception as e:   # noqa: BLE001 - the overhead part is optional
@@ -66,6 +72,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', default='da3metric-large')
     ap.add_argument('--shape', default=None, help='HxW network size (default 280x504 / 384x512)')
+    ap.add_argument('--camera', default=None, help='HxW camera frame resized on the device (DA3)')
+    ap.add_argument('--process-res', type=int, default=504, help='network long side (--camera)')
     ap.add_argument('--weights', default=None)
     ap.add_argument('--dtype', default=None)
     ap.add_argument('--device-id', type=int, default=0)
@@ -86,27 +94,42 @@ def main(argv=None) -> int:
     from tt_depth_ros.engines.ttnn import build_ttnn_engine
     dust3r = a.model.startswith('dust3r')
     shape = tuple(int(x) for x in (a.shape or ('384x512' if dust3r else '280x504')).split('x'))
+    camera, rmap = None, None
+    if a.camera:
+        from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size
+        from tt_depth_ros.geometry.preprocess.resize_map import resize_map
+        camera = tuple(int(x) for x in a.camera.split('x'))
+        rmap = resize_map(camera, network_size(camera[1], camera[0], a.process_res),
+                          a.process_res)
+        shape = rmap.net_hw
     sd = _tiny_state(a.model) if a.weights is None and a.model.endswith('tiny') else None
-    res: dict = {'model': a.model, 'shape': list(shape), 'dtype': a.dtype or 'bfloat16'}
+    res: dict = {'model': a.model, 'shape': list(shape), 'dtype': a.dtype or 'bfloat16',
+                 'camera': list(camera) if camera else None}
     t0 = time.perf_counter()
     eng = build_ttnn_engine(a.model, device_id=a.device_id, dtype=a.dtype, weights=a.weights,
                             state_dict=sd)
     res['build_s'] = time.perf_counter() - t0
     try:
         t0 = time.perf_counter()
-        eng.prepare(shape)
+        if rmap is not None:
+            eng.prepare_camera(rmap)
+        else:
+            eng.prepare(shape)
         res['prepare_s'] = time.perf_counter() - t0
         res.update(eng.info.details)
         rng = np.random.default_rng(0)
-        views = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+        views = [rng.integers(0, 256, (*(camera or shape), 3), dtype=np.uint8)
                  for _ in range(eng.num_views)]
+
+        def infer():
+            return eng.infer_camera(views[0], rmap) if rmap is not None else eng.infer(*views)
         for _ in range(3):
-            eng.infer(*views)
+            infer()
         stages: dict[str, list] = {}
         walls = []
         for _ in range(a.frames):
             t = time.perf_counter()
-            eng.infer(*views)
+            infer()
             walls.append(time.perf_counter() - t)
             for k, v in eng.last_timings.items():
                 stages.setdefault(k, []).append(v)
@@ -114,7 +137,7 @@ def main(argv=None) -> int:
         res['fps'] = 1.0 / float(np.median(walls))
         res['stages_ms_p50'] = {k: _pct(v, 50) for k, v in stages.items()}
         ttnn = eng.ctx.ttnn
-        entry = eng._shapes[(shape, None)]       # (network size, no camera resize)
+        entry = eng._shapes[(tuple(shape), camera)]      # (network size, camera size or None)
         reps = []
         for _ in range(max(10, a.frames // 4)):
             t = time.perf_counter()

@@ -33,3 +33,14 @@ def test_runs_on_standin(ttnn, monkeypatch, tmp_path):
     res = json.loads(out.read_text())
     assert res['shape'] == [56, 84] and res['trace_replay_ms']['p50'] > 0
     assert set(res['stages_ms_p50']) >= {'upload', 'enqueue', 'device_and_readback'}
+
+
+def test_camera_frames_on_standin(ttnn, tmp_path):
+    """--camera: the camera frame goes up as it came and the trace of its key is replayed."""
+    out = tmp_path / 'bench.json'
+    assert _bench().main(['--model', 'da3metric-tiny', '--camera', '120x160', '--frames', '3',
+                          '--process-res', '112', '--ttnn-module', 'support.ttnn_standin',
+                          '--no-node-overhead', '--json', str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res['camera'] == [120, 160] and res['shape'] == [84, 112]
+    assert res['camera_sizes'] == [[120, 160]] and res['trace_replay_ms']['p50'] > 0
