@@ -43,7 +43,7 @@ DTYPE_BYTES = {'BFLOAT16': 2.0, 'FLOAT32': 4.0, 'BFLOAT8_B': 1088 / 1024,
                'BFLOAT4_B': 576 / 1024, 'UINT8': 1.0, 'UINT16': 2.0, 'INT32': 4.0,
                'UINT32': 4.0}
 
-GROUPS = ('attention', 'MLP', 'norm', 'head', 'data movement', 'embed/other')
+GROUPS = ('attention', 'MLP', 'norm', 'head', 'data movement', 'camera resize', 'embed/other')
 
 # Device-operation names (lower case, substrings) by what the hardware does.
 _MATMUL = ('matmul',)
@@ -63,6 +63,9 @@ _HEAD_FILES = ('ttnn/da3/head.py', 'ttnn/dust3r/dpt_head.py', 'layers/dpt_neck.p
 _ATTENTION_MARKS = ('layers/attention.py', 'layers/rope2d.py', '(attention_step)', '(_cross)',
                     'ttnn/dust3r/decoder_block.py')
 _MLP_MARKS = ('(mlp_step)',)
+# the upstream camera -> network resize traced before the network (every op of it, data movement
+# included: it is the device's share of a stage the host no longer runs)
+_CAMERA_FILES = ('layers/camera_resize.py',)
 
 
 def op_kind(device_op: str) -> str:
@@ -84,9 +87,11 @@ def op_kind(device_op: str) -> str:
 def group_of(rec: dict) -> str:
     """Op group of a record: its kind (norm, data movement) else its engine call stack."""
     kind = op_kind(rec['device_op'])
+    stack = rec.get('stack') or []
+    if any(f in frame for frame in stack for f in _CAMERA_FILES):
+        return 'camera resize'
     if kind in ('norm', 'data movement'):
         return kind
-    stack = rec.get('stack') or []
     if any(f in frame for frame in stack for f in _HEAD_FILES):
         return 'head'
     for frame in stack:            # innermost first: the nearest block step decides

@@ -1,8 +1,8 @@
 """p150 cost ESTIMATE of the ttnn engine without a card (a roofline, never a measurement).
 
     .venv/bin/python benchmarks/ttnn_estimate.py [--model da3-large --size 518x518 ...]
-        [--grid 11x10|13x10] [--dtype PRESET] [--efficiency F] [--json OUT]
-        [--from-json EARLIER_OUT]
+        [--camera 480x640 ...] [--grid 11x10|13x10] [--dtype PRESET] [--efficiency F]
+        [--json OUT] [--from-json EARLIER_OUT]
 
 Runs one forward per size of the engine (tt_depth_ros.engines.ttnn, rule-v1 weights) through the
 REAL ttnn 0.81.1 library on a mock p150 (the dry run: test/ttnn_dryrun/driver.py, bridge.py,
@@ -19,6 +19,8 @@ PCIe time. The estimate is for today's design as the library runs it on the mock
 `--from-json` prices the op records of an earlier --json again (seconds, no library);
 `--dtype fast` estimates the speed design (precision 'fast'); `--compare BEFORE AFTER` prints
 two --json runs side by side per group with the saving and the gap to the p150 targets.
+`--camera HxW` (DA3) adds a trace of a camera frame resized on the device (network size at
+process_res 504); its 'camera resize' group is the device's price of the host stage it replaces.
 Exit status 1 when the dry run itself reported a problem (its figures are then incomplete).
 """
 from __future__ import annotations
@@ -42,10 +44,14 @@ TITLES = {'da3-tiny': 'DA3 tiny', 'da3-large': 'DA3METRIC-LARGE', 'dust3r-tiny':
 
 
 def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None,
-                   dtype: str | None = None) -> dict:
-    """One dry run of `model` (one trace per size) -> {size: estimate} plus the run's facts."""
+                   dtype: str | None = None, cameras: tuple[str, ...] = ()) -> dict:
+    """One dry run of `model` (one trace per size, then per camera) -> {size: estimate} + facts.
+
+    A camera trace is keyed 'camera HxW'.
+    """
     t0 = time.perf_counter()
-    rep = driver.run(model, sizes, grid, max_traced_shapes=1, op_records=True, dtype=dtype)
+    rep = driver.run(model, sizes, grid, max_traced_shapes=1, op_records=True, dtype=dtype,
+                     cameras=cameras)
     out = {'model': model, 'engine_model': rep.get('engine_model'),
            'precision': (rep.get('engine_info') or {}).get('precision'), 'status': rep['status'],
            'problems': rep['problems'], 'dispatch': rep.get('dispatch'), 'grid': rep.get('grid'),
@@ -114,6 +120,8 @@ def main(argv=None) -> int:
                     help='repeatable; default: da3-large and dust3r-large')
     ap.add_argument('--size', action='append', default=[],
                     help='HxW (repeatable; applies to every --model)')
+    ap.add_argument('--camera', action='append', default=[],
+                    help='HxW camera frame resized on the device (DA3; repeatable)')
     ap.add_argument('--grid', choices=sorted(driver.HARVEST), default='11x10')
     ap.add_argument('--efficiency', type=float, help='override the calibrated factor')
     ap.add_argument('--dtype', help="precision preset of every model (e.g. 'fast'; default: "
@@ -140,8 +148,9 @@ def main(argv=None) -> int:
     earlier = reprice(a.from_json, a.efficiency) if a.from_json else None
     for model, sizes in ([(r['model'], list(r['sizes'])) for r in earlier] if earlier
                          else runs):
-        r = earlier.pop(0) if earlier else estimate_model(model, sizes, a.grid, a.efficiency,
-                                                          a.dtype)
+        r = earlier.pop(0) if earlier else estimate_model(
+            model, sizes, a.grid, a.efficiency, a.dtype,
+            tuple(a.camera) if model.startswith('da3') else ())
         results.append(r)
         print(f'\n{model} [{r.get("precision")}]: dry run {r["status"]}, {r["dispatch"]} '
               f'dispatch, grid {r["grid"]}, {r["wall_s"]} s')

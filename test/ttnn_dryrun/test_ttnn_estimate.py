@@ -65,6 +65,10 @@ def test_sdpa_and_groups():
                           'stack': ['tt_depth_ros/engines/ttnn/layers/conv.py:1 (__call__)',
                                     'tt_depth_ros/engines/ttnn/layers/dpt_fusion.py:1 (x)']}) \
         == 'head'
+    assert cost.group_of({'device_op': 'ReshapeViewDeviceOperation',   # data movement too
+                          'stack': ['tt_depth_ros/engines/ttnn/layers/camera_resize.py:5 (c)',
+                                    'tt_depth_ros/engines/ttnn/da3/model.py:1 (forward)']}) \
+        == 'camera resize'
 
 
 def test_calibration_on_the_vit_base_demo():
@@ -84,7 +88,8 @@ def test_calibration_on_the_vit_base_demo():
 def test_estimate_tiny_da3_through_the_real_library(side_python, tmp_path):
     out = tmp_path / 'estimate.json'
     r = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'ttnn_estimate.py'),
-                        '--model', 'da3-tiny', '--size', '280x504', '--json', str(out)],
+                        '--model', 'da3-tiny', '--size', '280x504', '--camera', '480x640',
+                        '--json', str(out)],
                        capture_output=True, text=True, timeout=900, cwd=ROOT)
     print(r.stdout[-6000:])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -110,6 +115,15 @@ def test_estimate_tiny_da3_through_the_real_library(side_python, tmp_path):
     assert {'matmul', 'sdpa', 'norm', 'data movement'} <= kinds, kinds
     mm = [(rec, c) for rec, c in zip(est['records'], per_op) if c['kind'] == 'matmul']
     assert all(rec['math_fidelity'] == 'HiFi4' and rec['fp32_acc'] for rec, _ in mm)
+    assert est['groups']['camera resize']['ops'] == 0
+    # a 640x480 camera frame resized on the device: its own group, priced, before the network
+    cam = run['sizes']['camera 480x640']
+    row = cam['groups']['camera resize']
+    assert row['ops'] > 0 and 0 < row['ideal_ms'] < cam['total']['ideal_ms']
+    cam_mm = [rec for rec, c in zip(cam['records'], cam['per_op'])
+              if c['group'] == 'camera resize' and c['kind'] == 'matmul']
+    assert len(cam_mm) == 5                 # vertical hi + lo, horizontal hi.hi, hi.lo, rest.hi
+    assert all(rec['math_fidelity'] == 'HiFi4' and rec['fp32_acc'] for rec in cam_mm)
 
 
 def test_quantized_matmul_on_the_recorded_grid():
