@@ -1,8 +1,9 @@
 """Host overhead of the depth node per frame (everything but the network), printed, not asserted.
 
-Target (docs/design.md §4): <= 1.5 ms depth + cloud, <= 1 ms depth only, for a 640x480 frame. Runs the
-node's real per-frame code in-process with the known-depth engine double (no sleep) and reports
-the median stage times from the node's own statistics; the engine's time ('infer') is subtracted.
+Target (docs/design.md §4): <= 1.5 ms depth + cloud, <= 1 ms depth only, for a 640x480 frame.
+Runs the node's real per-frame code in-process with the known-depth engine double (no sleep) and
+reports the median stage times from the node's own statistics; the engine's time ('infer') is
+subtracted.
 Each case runs twice, side by side: 'host resize' (engines that take network-size images: torch
 on CPU, onnxruntime, ttnn today) and 'engine resize' (an engine that `resizes_on_device`, as
 torch-cuda does: the double takes the camera image and the resize matrices, so the resize leaves
