@@ -132,6 +132,12 @@ def test_distorted_lenses_are_rectified_and_the_geometry_matches():
                 assert 'NOT rectified' in diag['rectification']
                 assert proc.poll() is None, proc.log_text()
             probe.clear()
+            # the next node's wait_matched must not count this node's readers: a CameraInfo sent
+            # on a match that was really the old node's went nowhere (Kilted, CI: "no CameraInfo
+            # received yet" for the second lens)
+            wait_for(lambda: img_pub.get_subscription_count() == 0
+                     and info_pub.get_subscription_count() == 0, 30,
+                     what="the stopped node's subscriptions to leave the graph")
     finally:
         probe.close()
     print({k: {n: round(v, 4) for n, v in e.items()} for k, e in results.items()})
