@@ -3,8 +3,12 @@
 ttnn.upsample's bilinear mode is half-pixel (align_corners=False) and integer-scale only
 (docs/ttnn.md §5), so DPT's resizes are separable matrices: out = A_h . X . A_w^T. A crop after
 a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Interpolation
-weights such as 159/279 are not bf16 numbers: each matrix is split into A_hi + A_lo (both bf16,
-A_lo = bf16(A - A_hi)) and applied as two matmuls, which keeps the weights to ~16 bits.
+weights such as 159/279 are not bf16 numbers: next to bf16 activations each matrix is split into
+A_hi + A_lo (both bf16, A_lo = bf16(A - A_hi)) and applied as two matmuls, which keeps the weights
+to ~16 bits. A float32 head (the DA3 presets) takes one float32 matrix and one matmul: the FPU
+reads float32 operands as TF32, the activations included, so a split weight would buy nothing
+the activation's own 10-bit mantissa does not already lose, at the price of a second matmul and
+a full-size add (the largest ops of the DA3 head's resizes in the p150 estimate).
 Input and output are flattened NHWC (1, 1, H*W, C) TILE tensors.
 """
 from __future__ import annotations
@@ -44,8 +48,13 @@ class TtResize:
         (self.h, self.w), (self.ho, self.wo), self.c = in_hw, out_hw, channels
         ah = interp_matrix(in_hw[0], scaled_hw[0], out_hw[0])           # (Ho, H)
         aw = interp_matrix(in_hw[1], scaled_hw[1], out_hw[1])           # (Wo, W)
-        self.ah = [upload(ctx, m[None, None]) for m in split_bf16(ah)]
-        self.aw_t = [upload(ctx, m.t().contiguous()) for m in split_bf16(aw)]  # (W, Wo)
+        if ctx.precision.act(ctx.ttnn, 'head') == ctx.ttnn.float32:     # module docstring
+            f32 = ctx.ttnn.float32
+            self.ah = [upload(ctx, ah[None, None], dtype=f32)]
+            self.aw_t = [upload(ctx, aw.t().contiguous(), dtype=f32)]       # (W, Wo)
+        else:
+            self.ah = [upload(ctx, m[None, None]) for m in split_bf16(ah)]
+            self.aw_t = [upload(ctx, m.t().contiguous()) for m in split_bf16(aw)]
 
     def __call__(self, x):
         ttnn = self.ctx.ttnn
@@ -65,11 +74,13 @@ class TtResize:
         return out
 
     def _matmul2(self, x, mats, right: bool):
-        """Compute x @ (M_hi + M_lo) (right) or (M_hi + M_lo) @ x as two matmuls and an add."""
+        """X @ M (right) or M @ x, M one float32 matrix or M_hi + M_lo (two matmuls, an add)."""
         ttnn = self.ctx.ttnn
         cfg = self.ctx.matmul_config()
         parts = [ttnn.matmul(x, m, compute_kernel_config=cfg) if right else   # dtype: x's
                  ttnn.matmul(m, x, dtype=x.dtype, compute_kernel_config=cfg) for m in mats]
+        if len(parts) == 1:
+            return parts[0]
         out = ttnn.add(parts[0], parts[1])
         for p in parts:
             ttnn.deallocate(p)
