@@ -122,23 +122,37 @@ def resize_to_network(image_rgb_u8: np.ndarray, net_hw: tuple[int, int],
         (net_h, net_w, 3) uint8 RGB, C-contiguous.
     """
     check_rgb_u8(image_rgb_u8)
-    net_h, net_w = (int(v) for v in net_hw)
-    h, w = image_rgb_u8.shape[:2]
-    pr = int(process_res) if process_res is not None else max(net_h, net_w)
     img = image_rgb_u8
+    for (h, w), grow in resize_steps(image_rgb_u8.shape[:2], net_hw, process_res):
+        img = _resize(img, w, h, grow)
+    return np.ascontiguousarray(img)
+
+
+def resize_steps(src_hw: tuple[int, int], net_hw: tuple[int, int],
+                 process_res: Optional[int] = None) -> list[tuple[tuple[int, int], bool]]:
+    """The cv2 resizes `resize_to_network` runs, in order: [((h, w) after it, grows)].
+
+    The upstream two-step chain when `net_hw` is what `network_size` gives with `process_res`
+    (or max(net_hw) when None), else one direct resize (a fixed size); empty when the image
+    already has the network size. `grows` picks INTER_CUBIC over INTER_AREA. The host resize and
+    the device's matrices (resize_map.py) both follow this plan.
+    """
+    (h, w), (net_h, net_w) = (tuple(int(v) for v in src_hw), tuple(int(v) for v in net_hw))
+    pr = int(process_res) if process_res is not None else max(net_h, net_w)
     try:
         chain = network_size(w, h, pr) == (net_h, net_w)
     except ValueError:
         chain = False
+    steps = []
     if chain:
         w1, h1 = upper_bound_size(w, h, pr)
         if (w1, h1) != (w, h):
-            img = _resize(img, w1, h1, grow=pr / max(w, h) > 1)
+            steps.append(((h1, w1), pr / max(w, h) > 1))
         if (net_w, net_h) != (w1, h1):
-            img = _resize(img, net_w, net_h, grow=net_w > w1 or net_h > h1)
+            steps.append(((net_h, net_w), net_w > w1 or net_h > h1))
     elif (net_w, net_h) != (w, h):
-        img = _resize(img, net_w, net_h, grow=net_w > w or net_h > h)
-    return np.ascontiguousarray(img)
+        steps.append(((net_h, net_w), net_w > w or net_h > h))
+    return steps
 
 
 def scale_intrinsics(K: np.ndarray, src_wh: tuple[int, int], dst_wh: tuple[int, int]) -> np.ndarray:

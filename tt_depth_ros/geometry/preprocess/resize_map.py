@@ -21,10 +21,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from tt_depth_ros.geometry.preprocess.da3_preprocess import (
-    network_size,
-    upper_bound_size,
-)
+from tt_depth_ros.geometry.preprocess.da3_preprocess import resize_steps
 from tt_depth_ros.geometry.preprocess.image_checks import check_rgb_u8
 
 
@@ -90,23 +87,12 @@ def resize_map(src_hw: tuple[int, int], net_hw: tuple[int, int],
                process_res: Optional[int] = None) -> ResizeMap:
     """The ResizeMap of `resize_to_network(image, net_hw, process_res)` for (H, W) images.
 
-    The same step rule as the host chain: the two upstream steps when `net_hw` is what
-    `network_size` gives with `process_res` (or max(net_hw) when None), else one direct resize
-    (a fixed network size). Cached: a node sees one or two camera sizes.
+    The host chain's own plan (`da3_preprocess.resize_steps`), each step as matrices. Cached: a
+    node sees one or two camera sizes.
     """
-    (h, w), (net_h, net_w) = (tuple(int(v) for v in src_hw), tuple(int(v) for v in net_hw))
-    pr = int(process_res) if process_res is not None else max(net_h, net_w)
-    try:
-        chain = network_size(w, h, pr) == (net_h, net_w)
-    except ValueError:
-        chain = False
-    steps: list[ResizeStep] = []
-    if chain:
-        w1, h1 = upper_bound_size(w, h, pr)
-        if (w1, h1) != (w, h):
-            steps.append(_step((h, w), (h1, w1), grow=pr / max(w, h) > 1))
-        if (net_w, net_h) != (w1, h1):
-            steps.append(_step((h1, w1), (net_h, net_w), grow=net_w > w1 or net_h > h1))
-    elif (net_w, net_h) != (w, h):
-        steps.append(_step((h, w), (net_h, net_w), grow=net_w > w or net_h > h))
-    return ResizeMap((h, w), (net_h, net_w), tuple(steps))
+    src = tuple(int(v) for v in src_hw)
+    steps, at = [], src
+    for dst, grow in resize_steps(src, net_hw, process_res):
+        steps.append(_step(at, dst, grow))
+        at = dst
+    return ResizeMap(src, tuple(int(v) for v in net_hw), tuple(steps))
