@@ -103,9 +103,14 @@ def test_distorted_lenses_are_rectified_and_the_geometry_matches():
             P = Ps[model]
             args = json.dumps({'fx': P[0, 0], 'fy': P[1, 1], 'width': W, 'height': H,
                                'z_step': Z_STEP})
+            # camera_info_wait_s: the CameraInfo goes out 0.05 s before the image, once. When
+            # its first transmission is lost, reliable QoS repairs it at the writer's next
+            # heartbeat (seconds), after the default 0.2 s wait: CI saw 'no CameraInfo received
+            # yet' on both distros. The node waits for the exact stamp, so this changes no result.
             params = {'engine_plugin': 'support.fake_engines.depth_code:DepthCodeEngine',
                       'engine_plugin_args': args, 'input_reliability': 'reliable',
-                      'process_res': 322, 'diagnostics_period': 0.2}
+                      'process_res': 322, 'diagnostics_period': 0.2,
+                      'camera_info_wait_s': 5.0}
             rgb = distorted_frame(model, d)
             _, gt = render(default_scene(), P, W, H, POSE)
             with spawn(depth_node_cmd(NS, params), env=child_env(), name=f'rect-{i}') as proc:
