@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -80,6 +81,20 @@ class Engine(abc.ABC):
                                   '(resizes_on_device is False): resize on the host and call '
                                   'infer')
 
+    def submit(self, *images: np.ndarray, resize: Optional[ResizeMap] = None) -> 'Ticket':
+        """Hand over one frame (`infer`, or `infer_camera` with `resize`); `collect` its outputs.
+
+        An engine with a second command queue (ttnn) uploads this frame while the device still
+        runs the previous one, so a caller may submit frame N+1 before collecting frame N. The
+        default runs the frame now. Every ticket is collected once, in any order.
+        """
+        return Ticket(self.infer_camera(images[0], resize) if resize is not None
+                      else self.infer(*images))
+
+    def collect(self, ticket: 'Ticket') -> dict[str, np.ndarray]:
+        """The outputs of a submitted frame (waits for it); a second collect raises."""
+        return ticket.take()
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release device memory, traces and the device. Idempotent."""
@@ -99,6 +114,22 @@ class Engine(abc.ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class Ticket:
+    """A submitted frame: its outputs once ready (`result`), taken by `Engine.collect` once."""
+
+    def __init__(self, result: Optional[dict] = None):
+        self.result = result
+        self.collected = False
+
+    def take(self) -> dict[str, np.ndarray]:
+        if self.collected:
+            raise RuntimeError('this frame was already collected (collect each ticket once)')
+        if self.result is None:
+            raise RuntimeError('this frame has no outputs yet (collect it from its engine)')
+        self.collected = True
+        return self.result
 
 
 def check_views(images: tuple[np.ndarray, ...], num_views: int) -> tuple[int, int]:

@@ -21,18 +21,24 @@ from .device import (
     MeshDevice,
     begin_trace_capture,
     close_device,
+    close_mesh_device,
     end_trace_capture,
+    event_synchronize,
     execute_trace,
     open_device,
+    open_mesh_device,
+    record_event,
     release_trace,
     set_eth_dispatch_patched,
     synchronize_device,
+    wait_for_event,
 )
 from .ops_conv import conv2d, conv_transpose2d
 from .ops_data import (
     allocate_tensor_on_device,
     as_tensor,
     concat,
+    copy,
     copy_host_to_device_tensor,
     deallocate,
     from_device,
@@ -64,6 +70,7 @@ from .ops_math import (
     sqrt,
     subtract,
 )
+from .queues import MeshEvent, set_queue_schedule
 from .tensor import Tensor
 from .types import (
     DRAM_MEMORY_CONFIG,
@@ -80,6 +87,7 @@ from .types import (
     MathFidelity,
     MatmulMultiCoreReuseMultiCastProgramConfig,
     MemoryConfig,
+    MeshShape,
     MeshTraceId,
     SDPAProgramConfig,
     Shape,

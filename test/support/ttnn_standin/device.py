@@ -10,12 +10,17 @@
   the record on the current contents of the persistent inputs; host I/O inside a capture
   raises; allocating a device buffer while a trace exists raises (its intermediates are free
   memory to the allocator); closing with live traces or tensors raises.
+- Command queues (queues.py): one by default; a device opened with num_command_queues=2 runs
+  two, ordered only by events. Replays, uploads, device copies and non-blocking readbacks are
+  queued; releasing a trace with a replay still queued raises.
 """
 from __future__ import annotations
 
 import gc
+import inspect
 import weakref
 
+from .queues import CommandQueues, MeshEvent
 from .types import CoreCoord, CoreGrid, DispatchCoreConfig, DispatchCoreType, MeshTraceId
 
 # Command bytes per recorded op: the engine's own per-program budget (engines/ttnn/context.py
@@ -59,8 +64,10 @@ class _Trace:
 class MeshDevice:
     """A 1x1 mesh holding one emulated Blackhole p150a."""
 
-    def __init__(self, device_id, l1_small_size, trace_region_size, dispatch_core_config):
+    def __init__(self, device_id, l1_small_size, trace_region_size, dispatch_core_config,
+                 num_command_queues: int = 1):
         self._id = int(device_id)
+        self._queues = CommandQueues(num_command_queues)
         self.l1_small_size = int(l1_small_size)
         self.trace_region_size = int(trace_region_size)
         self.dispatch_core_config = dispatch_core_config
@@ -141,6 +148,10 @@ class MeshDevice:
 
 def open_device(*, device_id, l1_small_size=0, trace_region_size=0, dispatch_core_config=None,
                 worker_l1_size=None):
+    return _open(device_id, l1_small_size, trace_region_size, dispatch_core_config, 1)
+
+
+def _open(device_id, l1_small_size, trace_region_size, dispatch_core_config, num_command_queues):
     if device_id in _open_devices:
         return _open_devices[device_id]
     if device_id != 0:
@@ -148,14 +159,29 @@ def open_device(*, device_id, l1_small_size=0, trace_region_size=0, dispatch_cor
     cfg = dispatch_core_config if dispatch_core_config is not None else DispatchCoreConfig()
     if cfg.type == DispatchCoreType.ETH and not _state['eth_patched']:
         raise RuntimeError('TT_THROW: No core coordinate found at location: (0, 12, ETH, LOGICAL)')
-    dev = MeshDevice(device_id, l1_small_size, trace_region_size, cfg)
+    dev = MeshDevice(device_id, l1_small_size, trace_region_size, cfg, num_command_queues)
     _open_devices[device_id] = dev
     return dev
+
+
+def open_mesh_device(mesh_shape=None, l1_small_size=0, trace_region_size=0,
+                     num_command_queues=1, dispatch_core_config=None, offset=None,
+                     physical_device_ids=[], worker_l1_size=0):  # noqa: B006 (ttnn's default)
+    """A 1x1 mesh on physical device `physical_device_ids[0]` (0 when none is named)."""
+    if mesh_shape is not None and tuple(mesh_shape) != (1, 1):
+        raise RuntimeError(f'TT_FATAL: mesh shape {tuple(mesh_shape)} needs more devices than '
+                           'the 1 available')
+    if int(num_command_queues) not in (1, 2):
+        raise RuntimeError(f'TT_FATAL: num_command_queues {num_command_queues} not in [1, 2]')
+    dev_id = physical_device_ids[0] if physical_device_ids else 0
+    return _open(dev_id, l1_small_size, trace_region_size, dispatch_core_config,
+                 int(num_command_queues))
 
 
 def close_device(device) -> None:
     if not device._is_open:
         return
+    device._queues.drain()            # closing finishes the queued work first
     if device._traces:
         raise RuntimeError(f'stand-in: close_device with {len(device._traces)} live trace(s); '
                            'release_trace first')
@@ -171,8 +197,13 @@ def GetNumAvailableDevices() -> int:  # noqa: N802 (ttnn name)
     return 1
 
 
+def close_mesh_device(mesh_device) -> None:
+    close_device(mesh_device)
+
+
 def synchronize_device(device, cq_id=None, sub_device_ids=()):
     device._check_host_io('synchronize_device')
+    device._queues.drain(None if cq_id is None else device._queues.check(cq_id))
 
 
 def begin_trace_capture(mesh_device, *, cq_id=None) -> MeshTraceId:
@@ -203,6 +234,14 @@ def execute_trace(mesh_device, trace_id, *, cq_id=None, blocking=True) -> None:
     tr = mesh_device._traces.get(trace_id.value)
     if tr is None:
         raise RuntimeError(f'TT_FATAL: trace {trace_id} does not exist (released or never ended)')
+    qs = mesh_device._queues
+    cq = qs.check(cq_id)
+    qs.issue(cq, ('run', lambda: _replay(tr, trace_id), trace_id.value))
+    if blocking:
+        qs.drain(cq)
+
+
+def _replay(tr: _Trace, trace_id) -> None:
     env: dict[int, object] = {}   # values of the trace's own buffers during this replay
     for i, (fn, inputs, outputs) in enumerate(tr.records):
         datas = []
@@ -221,7 +260,39 @@ def execute_trace(mesh_device, trace_id, *, cq_id=None, blocking=True) -> None:
 
 
 def release_trace(mesh_device, trace_id) -> None:
+    if mesh_device._queues.holds(trace_id.value):
+        raise RuntimeError(f'stand-in: release_trace({trace_id}) while a replay of it is still '
+                           'queued; synchronize the device (or its event) first')
     tr = mesh_device._traces.pop(trace_id.value, None)
     if tr is None:
         raise RuntimeError(f'TT_FATAL: trace {trace_id} does not exist')
     tr.records.clear()
+
+
+def record_event(mesh_device, cq_id=None, sub_device_ids=[], device_range=None):  # noqa: B006
+    """An event done once every command issued to `cq_id` before it has run."""
+    qs = mesh_device._queues
+    ev = MeshEvent(qs.check(cq_id))
+    ev._queues = qs
+    qs.issue(ev.cq, ('record', ev))
+    return ev
+
+
+def wait_for_event(cq_id=None, mesh_event=None) -> None:
+    """Queue `cq_id` runs nothing issued after this until `mesh_event` is done."""
+    if mesh_event is None:
+        raise TypeError('wait_for_event(): mesh_event is required')
+    qs = mesh_event._queues
+    qs.issue(qs.check(cq_id), ('wait', mesh_event))
+
+
+# ttnn's own signature: a required mesh_event after a defaulted cq_id (pybind allows it)
+wait_for_event.__signature__ = inspect.Signature(
+    [inspect.Parameter('cq_id', inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+     inspect.Parameter('mesh_event', inspect.Parameter.POSITIONAL_OR_KEYWORD)],
+    __validate_parameters__=False)
+
+
+def event_synchronize(mesh_event) -> None:
+    """Block the host until `mesh_event` is done (runs its queue that far)."""
+    mesh_event._queues.run(mesh_event.cq, until=mesh_event)

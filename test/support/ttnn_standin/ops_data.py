@@ -55,6 +55,11 @@ def to_torch(tensor, dtype=None, *, torch_rank=None, device=None, cq_id=None):
     tensor._check_alive('to_torch')
     if tensor._device is not None:
         tensor._device._check_host_io('to_torch')
+        tensor._device._queues.drain(tensor._device._queues.check(cq_id))   # a blocking read
+    if getattr(tensor, '_unfilled', False):
+        raise RuntimeError('stand-in: reading a from_device(blocking=False) host tensor before '
+                           'its readback ran; synchronize its queue or an event recorded after '
+                           'it first')
     out = logical_values(tensor).clone().to(_TT_TO_TORCH[tensor.dtype])
     if torch_rank is not None:
         while out.dim() > torch_rank:
@@ -73,9 +78,23 @@ def to_device(tensor, device, memory_config=None, *, queue_id=None):
 
 
 def from_device(tensor, blocking=True, *, queue_id=None):
+    """Device -> host; non-blocking: the copy is queued and the host tensor filled when it runs."""
     tensor._check_alive('from_device')
-    tensor._device._check_host_io('from_device')
-    return Tensor(tensor._data.clone(), tensor.shape, tensor.dtype, tensor.layout)
+    dev = tensor._device
+    dev._check_host_io('from_device')
+    cq = dev._queues.check(queue_id)
+    if blocking:
+        dev._queues.drain(cq)
+        return Tensor(tensor._data.clone(), tensor.shape, tensor.dtype, tensor.layout)
+    host = Tensor(torch.full(tuple(tensor._meta().shape), math.nan), tensor.shape, tensor.dtype,
+                  tensor.layout)
+    host._unfilled = True
+
+    def fill():
+        host._data = tensor._data.clone()
+        host._unfilled = False
+    dev._queues.issue(cq, ('run', fill, None))
+    return host
 
 
 def allocate_tensor_on_device(shape, dtype, layout, mesh_device, memory_config=None):
@@ -94,7 +113,31 @@ def copy_host_to_device_tensor(host_tensor, device_tensor, cq_id=None):
     if a != b:
         raise RuntimeError(f'TT_FATAL: copy_host_to_device_tensor: spec mismatch host {a} vs '
                            f'device {b}')
-    device_tensor._data = host_tensor._data.clone()
+    value = host_tensor._data.clone()          # the host buffer as it is when enqueued
+
+    def write():
+        device_tensor._data = value
+    device_tensor._device._queues.issue(cq_id, ('run', write, None))
+
+
+def copy(input_a, input_b):
+    """Device-to-device copy of input_a into input_b (same spec), queued on CQ0 in place."""
+    for t in (input_a, input_b):
+        t._check_alive('copy')
+    dev = input_a._device
+    if dev is None or input_b._device is not dev:
+        raise RuntimeError('TT_FATAL: copy: both tensors must be on the same device')
+    a = (tuple(input_a.shape), input_a.dtype, input_a.layout)
+    b = (tuple(input_b.shape), input_b.dtype, input_b.layout)
+    if a != b:
+        raise RuntimeError(f'TT_FATAL: copy: input_a {a} and input_b {b} differ')
+    if dev._capturing is not None:
+        raise RuntimeError('stand-in: ttnn.copy inside a trace capture is not modelled')
+    dev._launch(('copy', a))
+
+    def run():
+        input_b._data = input_a._data
+    dev._queues.issue(0, ('run', run, None))
 
 
 def deallocate(tensor, force=True):
@@ -264,7 +307,7 @@ def concat(tensors, dim=0, *, memory_config=None, output_tensor=None, groups=1,
 
 
 __all__ = ['from_torch', 'to_torch', 'to_device', 'from_device', 'allocate_tensor_on_device',
-           'copy_host_to_device_tensor', 'deallocate', 'to_layout', 'typecast', 'reshape',
+           'copy_host_to_device_tensor', 'copy', 'deallocate', 'to_layout', 'typecast', 'reshape',
            'permute', 'transpose', 'slice', 'concat', 'Shape', 'as_tensor']
 
 

@@ -254,3 +254,13 @@ class MeshTraceId:
 
     def __hash__(self) -> int:
         return hash(self.value)
+
+
+class MeshShape:
+    """Rows x columns of a device mesh (the stand-in has one device: 1x1)."""
+
+    def __init__(self, s0: int, s1: int) -> None:
+        self.dims = (int(s0), int(s1))
+
+    def __iter__(self):
+        return iter(self.dims)

@@ -4,7 +4,13 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from tt_depth_ros.engines import registry
-from tt_depth_ros.engines.ttnn.context import TtContext, load_ttnn, open_device, trace_region_size
+from tt_depth_ros.engines.ttnn.context import (
+    TtContext,
+    close_device,
+    load_ttnn,
+    open_device,
+    trace_region_size,
+)
 from tt_depth_ros.engines.ttnn.engine import TtnnEngine
 from tt_depth_ros.engines.ttnn.precision import parse_precision
 from tt_depth_ros.engines.ttnn.weight_cache import weight_cache_for
@@ -35,7 +41,8 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
                       weights: Optional[str] = None, revision: Optional[str] = None,
                       config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
                       logger: Optional[Any] = None,
-                      max_traced_shapes: int = MAX_TRACED_SHAPES) -> TtnnEngine:
+                      max_traced_shapes: int = MAX_TRACED_SHAPES,
+                      command_queues: int = 1) -> TtnnEngine:
     """Open the device, convert the weights and return an (unprepared) TtnnEngine.
 
     Args:
@@ -50,7 +57,11 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
         logger: Anything with `.info(str)`.
         max_traced_shapes: Input shapes kept prepared (trace + per-shape buffers); the trace
             region is sized for this many; a further shape evicts the least recently used.
+        command_queues: 1, or 2 to upload the next frame on CQ1 while CQ0 replays the trace
+            (engine.submit / collect pipeline the frames).
     """
+    if int(command_queues) not in (1, 2):
+        raise ValueError(f'command_queues={command_queues}: 1 or 2')
     if int(max_traced_shapes) < 1:
         raise ValueError(f'max_traced_shapes={max_traced_shapes}: need at least 1')
     spec = registry.model(model)
@@ -66,15 +77,16 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     device, mode, grid = open_device(ttnn, device_id,
                                      trace_region_size(net_cls.programs_estimate(cfg),
                                                        int(max_traced_shapes)),
-                                     logger)
+                                     logger, int(command_queues))
     ctx = TtContext(ttnn, device, grid, mode, precision,
-                    weight_cache_for(model, sd, precision.name))
+                    weight_cache_for(model, sd, precision.name),
+                    command_queues=int(command_queues))
     try:
         net = net_cls(ctx, sd, cfg)
         if logger is not None and ctx.weight_cache is not None:
             logger.info(f'ttnn: weights converted/cached in {ctx.weight_cache.directory}')
     except BaseException:
-        ttnn.close_device(device)
+        close_device(ttnn, device, int(command_queues))
         raise
     return TtnnEngine(ctx, net, model_name=model, device_id=device_id, logger=logger,
                       max_traced_shapes=int(max_traced_shapes),

@@ -100,7 +100,8 @@ class TtLinear:
         self.shape = (int(w_t.shape[0]), int(w_t.shape[1]))        # [in, out]
         self.out_dtype = None if out is None else ctx.precision.act(ttnn, out)
         inner = ctx.precision.inner_memory(ttnn) if out == 'inner' else None
-        self.out_memory = ttnn.DRAM_MEMORY_CONFIG if inner is None else inner
+        self.out_memory = (ctx.precision.residual_memory(ttnn) if out == 'residual' else
+                           ttnn.DRAM_MEMORY_CONFIG if inner is None else inner)
 
     def __call__(self, x, program_config=None, rows: int | None = None):
         """Apply to x (.., rows, in); `rows` lets a program-config preset size the matmul."""
@@ -142,10 +143,12 @@ class TtLayerNorm:
         self.weight = upload_weight(ctx, weight.detach()[None], dt)
         self.bias = upload_weight(ctx, bias.detach()[None], dt)
 
-    def __call__(self, x, residual=None):
+    def __call__(self, x, residual=None, memory_config=None):
+        """LN(x [+ residual]) into `memory_config` (None: DRAM)."""
         ttnn = self.ctx.ttnn
         return ttnn.layer_norm(x, epsilon=self.eps, weight=self.weight, bias=self.bias,
                                residual_input_tensor=residual,
+                               memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG,
                                compute_kernel_config=self.ctx.matmul_config())
 
     def release(self) -> None:

@@ -50,13 +50,34 @@ class TtContext:
     weight_cache: Any = None       # weight_cache.WeightCache or None
     active_shape: Any = None       # the input shape being warmed/captured (engine.py)
     shape_uses: dict = field(default_factory=dict)   # shape -> {(TtConv2d, hw)} it uses
+    command_queues: int = 1        # 2: uploads on CQ1 overlap the trace on CQ0 (engine.py)
 
     def matmul_config(self, role: str | None = None):
         """Compute kernel config of a matmul of `role` (precision.ROLES; None: the preset's)."""
         return self.precision.kernel_config(self.ttnn, role)
 
 
-def open_device(ttnn, device_id: int, trace_bytes: int, logger: Optional[Any] = None):
+def _open(ttnn, device_id: int, trace_bytes: int, dispatch, command_queues: int):
+    """One device; a second command queue needs the mesh API (0.81.1's open_device has none)."""
+    if command_queues == 1:
+        return ttnn.open_device(device_id=device_id, l1_small_size=L1_SMALL_SIZE,
+                                trace_region_size=trace_bytes, dispatch_core_config=dispatch)
+    return ttnn.open_mesh_device(ttnn.MeshShape(1, 1), l1_small_size=L1_SMALL_SIZE,
+                                 trace_region_size=trace_bytes,
+                                 num_command_queues=command_queues,
+                                 dispatch_core_config=dispatch, physical_device_ids=[device_id])
+
+
+def close_device(ttnn, device, command_queues: int) -> None:
+    """Close what `_open` opened."""
+    if command_queues == 1:
+        ttnn.close_device(device)
+    else:
+        ttnn.close_mesh_device(device)
+
+
+def open_device(ttnn, device_id: int, trace_bytes: int, logger: Optional[Any] = None,
+                command_queues: int = 1):
     """Open `device_id` with ETH dispatch (12x10 grid on a patched tt-metal), else stock dispatch.
 
     Stock tt-metal / the 0.81.1 wheel cannot put dispatch on a p150's ETH cores (docs/ttnn.md §7;
@@ -69,20 +90,18 @@ def open_device(ttnn, device_id: int, trace_bytes: int, logger: Optional[Any] = 
     try:
         # Blackhole rejects (ETH, ROW): pass the type only (docs/ttnn.md §2).
         eth = ttnn.DispatchCoreConfig(ttnn.DispatchCoreType.ETH)
-        device = ttnn.open_device(device_id=device_id, l1_small_size=L1_SMALL_SIZE,
-                                  trace_region_size=trace_bytes, dispatch_core_config=eth)
+        device = _open(ttnn, device_id, trace_bytes, eth, command_queues)
         mode = 'eth'
     except RuntimeError as e:
         if logger is not None:
             logger.info(f'ttnn: ETH dispatch unavailable ({str(e).splitlines()[0]}); using the '
                         'default Tensix dispatch (one core column fewer). Apply '
                         'patches/tt-metal-eth-dispatch.patch to tt-metal for the 12x10 grid.')
-        device = ttnn.open_device(device_id=device_id, l1_small_size=L1_SMALL_SIZE,
-                                  trace_region_size=trace_bytes,
-                                  dispatch_core_config=ttnn.DispatchCoreConfig())
+        device = _open(ttnn, device_id, trace_bytes, ttnn.DispatchCoreConfig(), command_queues)
         mode = 'worker'
     g = device.compute_with_storage_grid_size()
     if logger is not None:
         logger.info(f'ttnn: device {device_id} open, {mode} dispatch, compute grid {g.x}x{g.y}, '
-                    f'l1_small {L1_SMALL_SIZE} B, trace region {trace_bytes >> 20} MiB')
+                    f'l1_small {L1_SMALL_SIZE} B, trace region {trace_bytes >> 20} MiB, '
+                    f'{command_queues} command queue(s)')
     return device, mode, (g.x, g.y)

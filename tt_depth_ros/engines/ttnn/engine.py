@@ -8,6 +8,13 @@ region is sized for that many traces), warms the new shape and re-captures every
 infer: host uint8 -> copy into the persistent input -> non-blocking execute_trace -> one
 blocking readback of the packed outputs. close: traces, tensors, device.
 
+Two command queues (`command_queues=2`, tt-metal's trace + 2 CQ pattern): `submit` uploads the
+frame on CQ1 into a per-shape staging buffer once CQ0 has consumed the previous one (event), CQ0
+waits for that upload (event), copies staging -> the trace's input, records "consumed", replays
+the trace and queues a non-blocking readback; `collect` waits for the readback's event. So the
+upload of frame N+1 overlaps frame N's trace, and the host's unpacking overlaps the device.
+Re-preparing and close synchronize first: a frame in flight completes and stays collectable.
+
 A one-view (DA3) engine `resizes_on_device`: `prepare_camera(resize)` / `infer_camera` key a
 trace by (network size, camera size); its persistent input has the camera size and the trace
 starts with the upstream resize as matmuls (layers/camera_resize.py, the matrices of
@@ -17,14 +24,15 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 import torch
 
-from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
+from tt_depth_ros.engines.base import Engine, EngineInfo, Ticket, check_views
 from tt_depth_ros.engines.ttnn.config import shape_config
+from tt_depth_ros.engines.ttnn.context import close_device
 from tt_depth_ros.engines.ttnn.layers.camera_resize import TtCameraResize
 from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap
 
@@ -40,6 +48,15 @@ class _Shape:
     camera: Optional[TtCameraResize] = None       # camera keys: the resize on the device
     trace: Any = None
     output: Any = None
+    staging: list = field(default_factory=list)   # 2 CQs: CQ1 uploads here, CQ0 copies on
+
+
+class _InFlight(Ticket):
+    """A frame whose readback is queued (2 CQs): `done` is the CQ0 event recorded after it."""
+
+    def __init__(self, config, host, done, submitted: float):
+        super().__init__()
+        self.config, self.host, self.done, self.submitted = config, host, done, submitted
 
 
 def _label(key: Key) -> str:
@@ -67,6 +84,9 @@ class TtnnEngine(Engine):
         self.resizes_on_device = self.num_views == 1
         self._timings: dict[str, float] = {}
         self._closed = False
+        self.command_queues = int(getattr(ctx, 'command_queues', 1))
+        self._consumed = None          # CQ0 event: the last staging buffer has been copied on
+        self._in_flight: list[_InFlight] = []
 
     @property
     def info(self) -> EngineInfo:
@@ -78,6 +98,7 @@ class TtnnEngine(Engine):
                                    'grid': f'{self.ctx.grid[0]}x{self.ctx.grid[1]}',
                                    'precision': self.ctx.precision.name,
                                    'resize_on_device': self.resizes_on_device,
+                                   'command_queues': self.command_queues,
                                    'shapes': [list(net) for net, _ in self._shapes],
                                    'camera_sizes': [list(src) if src else None
                                                     for _, src in self._shapes]})
@@ -117,20 +138,22 @@ class TtnnEngine(Engine):
         try:
             if resize is not None:
                 camera = TtCameraResize(self.ctx, resize)
-            for _ in range(self.num_views):
-                inputs.append(ttnn.allocate_tensor_on_device(
-                    ttnn.Shape([1, 1, in_h * in_w, 3]), ttnn.uint8,
-                    ttnn.ROW_MAJOR_LAYOUT, self.ctx.device))
+            staging = []
+            for buffers in [inputs] + ([staging] if self.command_queues == 2 else []):
+                for _ in range(self.num_views):
+                    buffers.append(ttnn.allocate_tensor_on_device(
+                        ttnn.Shape([1, 1, in_h * in_w, 3]), ttnn.uint8,
+                        ttnn.ROW_MAJOR_LAYOUT, self.ctx.device))
             zero = ttnn.from_torch(torch.zeros(1, 1, in_h * in_w, 3, dtype=torch.uint8),
                                    dtype=ttnn.uint8)
-            for x in inputs:
+            for x in inputs + staging:
                 ttnn.copy_host_to_device_tensor(zero, x)
-            entry = _Shape(sc, state, inputs, camera)
+            entry = _Shape(sc, state, inputs, camera, staging=staging)
             out = self._forward(entry)    # eager warm-up: compile + conv prep
             ttnn.synchronize_device(self.ctx.device)
             ttnn.deallocate(out)
         except BaseException:
-            for x in inputs:
+            for x in inputs + staging:
                 ttnn.deallocate(x)
             if camera is not None:
                 camera.release()
@@ -174,7 +197,7 @@ class TtnnEngine(Engine):
                   f'max_traced_shapes={self.max_traced_shapes})')
 
     def _release_entry(self, e: _Shape) -> None:
-        for x in e.inputs:
+        for x in e.inputs + e.staging:
             self.ctx.ttnn.deallocate(x)
         if e.camera is not None:
             e.camera.release()
@@ -187,8 +210,16 @@ class TtnnEngine(Engine):
         for conv, hw in used - kept:
             conv.release_hw(hw)
 
+    def _synchronize(self) -> None:
+        """Finish every queued frame; their readbacks are then complete and collectable."""
+        self.ctx.ttnn.synchronize_device(self.ctx.device)
+        for t in self._in_flight:
+            t.done = None
+        self._in_flight.clear()
+
     def _release_traces(self) -> None:
         ttnn = self.ctx.ttnn
+        self._synchronize()                  # no trace is released with a replay queued
         for e in self._shapes.values():
             if e.trace is not None:
                 ttnn.release_trace(self.ctx.device, e.trace)
@@ -222,17 +253,84 @@ class TtnnEngine(Engine):
             self.prepare_camera(resize)
         return self._run(key, (image,))
 
+    def submit(self, *images: np.ndarray, resize: Optional[ResizeMap] = None) -> Ticket:
+        """Hand over a frame (base.Engine); with 2 CQs it overlaps the frame in flight."""
+        if self._closed:
+            raise RuntimeError('ttnn engine is closed')
+        if resize is not None and self.resizes_on_device:
+            if check_views(images, 1) != tuple(resize.src_hw):
+                raise ValueError(f'image {images[0].shape[:2]} is not the resize\'s camera size '
+                                 f'{resize.src_hw}')
+            key = (tuple(resize.net_hw), tuple(resize.src_hw))
+            if key not in self._shapes:
+                self._log(f'ttnn: unprepared camera size {key[1]}; preparing it now')
+                self.prepare_camera(resize)
+        elif resize is not None:
+            return super().submit(*images, resize=resize)
+        else:
+            shape = check_views(images, self.num_views)
+            key = (shape, None)
+            if key not in self._shapes:
+                self._log(f'ttnn: unprepared input shape {shape}; preparing it now')
+                self.prepare(shape)
+        if self.command_queues == 1:
+            return Ticket(self._run(key, images))
+        return self._enqueue(key, images)
+
+    def collect(self, ticket: Ticket) -> dict[str, np.ndarray]:
+        """Wait for a submitted frame's readback (2 CQs) and unpack it."""
+        if not isinstance(ticket, _InFlight) or ticket.result is not None:
+            return ticket.take()
+        ttnn = self.ctx.ttnn
+        t0 = time.perf_counter()
+        if ticket.done is not None:
+            ttnn.event_synchronize(ticket.done)
+            self._in_flight.remove(ticket)
+        t1 = time.perf_counter()
+        out = ttnn.to_torch(ticket.host).to(torch.float32).numpy()
+        ticket.result = self.net.unpack(out, ticket.config)
+        self._timings.update({'wait': t1 - t0, 'readback_and_unpack': time.perf_counter() - t1,
+                              'submit_to_collect': t1 - ticket.submitted})
+        return ticket.take()
+
+    def _host_frames(self, key: Key, images) -> list:
+        in_h, in_w = key[1] or key[0]
+        # copy: the caller's array may be read-only (torch.from_numpy would warn)
+        return [self.ctx.ttnn.from_torch(torch.from_numpy(np.array(img, order='C')).reshape(
+            1, 1, in_h * in_w, 3), dtype=self.ctx.ttnn.uint8) for img in images]
+
+    def _enqueue(self, key: Key, images) -> _InFlight:
+        """The 2-CQ submit: events order CQ1's upload against CQ0's copy and trace (docstring)."""
+        ttnn, dev = self.ctx.ttnn, self.ctx.device
+        e = self._shapes[key]
+        self._shapes.move_to_end(key)
+        t0 = time.perf_counter()
+        hosts = self._host_frames(key, images)
+        if self._consumed is not None:
+            ttnn.wait_for_event(1, self._consumed)        # CQ0 has copied the last staging on
+        for host, dst in zip(hosts, e.staging):
+            ttnn.copy_host_to_device_tensor(host, dst, cq_id=1)
+        written = ttnn.record_event(dev, 1)
+        ttnn.wait_for_event(0, written)                   # CQ0 sees this frame, not the last
+        for src, dst in zip(e.staging, e.inputs):
+            ttnn.copy(src, dst)
+        self._consumed = ttnn.record_event(dev, 0)
+        ttnn.execute_trace(dev, e.trace, cq_id=0, blocking=False)
+        host_out = ttnn.from_device(e.output, blocking=False, queue_id=0)
+        ticket = _InFlight(e.config, host_out, ttnn.record_event(dev, 0), t0)
+        self._in_flight.append(ticket)
+        self._timings = {'submit': time.perf_counter() - t0}
+        return ticket
+
     def _run(self, key: Key, images) -> dict[str, np.ndarray]:
         """Upload into the key's persistent inputs, replay its trace, read back, unpack."""
+        if self.command_queues == 2:
+            return self.collect(self._enqueue(key, images))
         ttnn = self.ctx.ttnn
         e = self._shapes[key]
         self._shapes.move_to_end(key)
-        in_h, in_w = key[1] or key[0]
         t0 = time.perf_counter()
-        for img, dst in zip(images, e.inputs):
-            # copy: the caller's array may be read-only (torch.from_numpy would warn)
-            host = ttnn.from_torch(torch.from_numpy(np.array(img, order='C')).reshape(
-                1, 1, in_h * in_w, 3), dtype=ttnn.uint8)
+        for host, dst in zip(self._host_frames(key, images), e.inputs):
             ttnn.copy_host_to_device_tensor(host, dst)
         t1 = time.perf_counter()
         ttnn.execute_trace(self.ctx.device, e.trace, cq_id=0, blocking=False)
@@ -253,5 +351,5 @@ class TtnnEngine(Engine):
             self._release_entry(e)
         self._shapes.clear()
         self.net.release()
-        ttnn.close_device(self.ctx.device)
+        close_device(ttnn, self.ctx.device, self.command_queues)
         self._closed = True

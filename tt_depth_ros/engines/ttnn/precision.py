@@ -49,7 +49,8 @@ FAST_ROLES_DUST3R = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True),
 
 PRESETS = {
     # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights
-    #        [, per-role matmul settings, bf16 weight groups, program configs, L1 inner])
+    #        [, per-role matmul settings, bf16 weight groups, program configs, L1 inner,
+    #        L1 residual])
     'bfloat16': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
     'bfloat16-hifi2': ('bfloat16', 'HiFi2', True, _BF16, _BF16, _BF16, ()),
     'bfloat8_b': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
@@ -63,14 +64,14 @@ PRESETS = {
     # fused), q/k/v, heads and MLP hidden in L1, fc1 at HiFi2; the residual stream and the DPT
     # head stay float32 (bf16 there misses the DA3 gate).
     'fast': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
-             FAST_ROLES_DA3, (), True, True),
+             FAST_ROLES_DA3, (), True, True, True),
 }
 
 # A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16
 # (its pts3d gate, PCC >= 0.995, holds there; the float32 activations are wired for DA3 only).
 FAMILY_PRESETS = {'dust3r': {
     'fast': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES_DUST3R, (), True,
-             True),
+             True, True),
 }}
 
 DEFAULTS = {'da3': 'float32-residual-head', 'dust3r': 'bfloat16'}
@@ -93,6 +94,7 @@ class Precision:
     bf16_weights: tuple = ()       # weight groups kept bf16 when the bulk is bfloat8_b
     program_configs: bool = False  # ViT linears with 2D-multicast program configs (config.py)
     l1_inner: bool = False         # q|k|v, heads, SDPA output and MLP hidden in L1 (interleaved)
+    l1_residual: bool = False      # the encoder's residual stream and LayerNorm outputs in L1
 
     def __post_init__(self):
         bad = [r[0] for r in self.roles if r[0] not in ROLES or len(r) not in (3, 4)]
@@ -133,6 +135,10 @@ class Precision:
     def inner_memory(self, ttnn):
         """L1 for the 'inner' activations (q/k/v, heads, MLP hidden) if l1_inner, else None."""
         return ttnn.L1_MEMORY_CONFIG if self.l1_inner else None
+
+    def residual_memory(self, ttnn):
+        """Where the encoder blocks keep x, LN(x) and the proj/fc2 outputs: L1 or DRAM."""
+        return ttnn.L1_MEMORY_CONFIG if self.l1_residual else ttnn.DRAM_MEMORY_CONFIG
 
     def kernel_config(self, ttnn, role: str | None = None):
         fidelity, fp32_acc = self.matmul_setting(role)

@@ -23,7 +23,7 @@ class TtDecoderBlock:
                                                                   heads))
 
     def _cross(self, h, y, shape_state, rope):
-        yn = self.norm_y(y)
+        yn = self.norm_y(y, memory_config=self.ctx.precision.residual_memory(self.ctx.ttnn))
         c = self.cross_attn(h, shape_state, rope, y=yn)
         self.ctx.ttnn.deallocate(yn)
         return c

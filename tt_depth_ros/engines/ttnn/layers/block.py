@@ -19,12 +19,16 @@ def mlp_params(sd, prefix: str, gamma=None) -> dict:
 
 
 def residual_step(ctx, x, norm, branch):
-    """Return x + branch(norm(x)); frees the intermediates, keeps x."""
+    """Return x + branch(norm(x)); frees the intermediates, keeps x.
+
+    norm(x) and the sum live where the preset keeps the residual stream (L1 under 'fast').
+    """
     ttnn = ctx.ttnn
-    h = norm(x)
+    mem = ctx.precision.residual_memory(ttnn)
+    h = norm(x, memory_config=mem)
     b = branch(h)
     ttnn.deallocate(h)
-    out = ttnn.add(x, b)
+    out = ttnn.add(x, b, memory_config=mem)
     ttnn.deallocate(b)
     return out
 
