@@ -14,6 +14,11 @@ node's host overhead relative to the engine (docs/design.md §4 target: <= 10 %)
 uploaded as it came and resized on the device inside the trace (`infer_camera`; the network size
 is the one the node picks at `--process-res`, default 504; `--shape` is then ignored).
 
+`--command-queues 2` opens the device with two command queues and also runs the frames as a
+depth-2 pipeline (submit frame N+1, then collect frame N: CQ1 uploads while CQ0 replays the
+trace): its time per frame and stages (submit, wait, readback_and_unpack) print beside the serial
+`infer` figures of the same engine.
+
 Without a device (no /dev/tenstorrent/<id> or no `ttnn` package) it says so and exits 0.
 `--ttnn-module support.ttnn_standin` runs the same code on the CPU stand-in (tests only: the
 figures are then meaningless); rule-v1 weights are used when --weights is not given and the
@@ -68,6 +73,27 @@ def host_overhead_ms(frames: int = 100) -> float | None:
         return None
 
 
+def pipelined(eng, views, rmap, frames: int) -> dict:
+    """Depth-2 pipeline: submit N+1 before collecting N; per-frame interval and stages."""
+    submit = (lambda: eng.submit(views[0], resize=rmap)) if rmap is not None else \
+        (lambda: eng.submit(*views))
+    stages: dict[str, list] = {}
+    pending = submit()
+    t0 = time.perf_counter()
+    for _ in range(frames):
+        nxt = submit()
+        sub = eng.last_timings.get('submit')
+        eng.collect(pending)
+        for k, v in {**eng.last_timings, 'submit': sub}.items():
+            stages.setdefault(k, []).append(v)
+        pending = nxt
+    eng.collect(pending)
+    per_frame = (time.perf_counter() - t0) / frames
+    return {'pipelined_ms_per_frame': per_frame * 1e3, 'pipelined_fps': 1.0 / per_frame,
+            'pipelined_stages_ms_p50': {k: _pct(v, 50) for k, v in stages.items()
+                                        if None not in v}}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', default='da3metric-large')
@@ -81,6 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument('--json', default=None)
     ap.add_argument('--ttnn-module', default=None, help='inject a ttnn implementation (tests)')
     ap.add_argument('--no-node-overhead', action='store_true')
+    ap.add_argument('--command-queues', type=int, default=1, choices=(1, 2))
     a = ap.parse_args(argv)
     from tt_depth_ros.engines.select import ttnn_status
     if a.ttnn_module:
@@ -107,7 +134,7 @@ def main(argv=None) -> int:
                  'camera': list(camera) if camera else None}
     t0 = time.perf_counter()
     eng = build_ttnn_engine(a.model, device_id=a.device_id, dtype=a.dtype, weights=a.weights,
-                            state_dict=sd)
+                            state_dict=sd, command_queues=a.command_queues)
     res['build_s'] = time.perf_counter() - t0
     try:
         t0 = time.perf_counter()
@@ -136,6 +163,8 @@ def main(argv=None) -> int:
         res['infer_ms'] = {'p50': _pct(walls, 50), 'p95': _pct(walls, 95)}
         res['fps'] = 1.0 / float(np.median(walls))
         res['stages_ms_p50'] = {k: _pct(v, 50) for k, v in stages.items()}
+        if a.command_queues == 2:
+            res.update(pipelined(eng, views, rmap, a.frames))
         ttnn = eng.ctx.ttnn
         entry = eng._shapes[(tuple(shape), camera)]      # (network size, camera size or None)
         reps = []

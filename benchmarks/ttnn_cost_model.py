@@ -339,6 +339,19 @@ def calibration(cfg: dict = VIT_DEMO) -> Calibration:
                        'batch 10, p150, 12x10 grid, bfloat8_b, LoFi, block-sharded L1')
 
 
+def compute_floor_s(records: list[dict], grid_cores: int) -> float:
+    """Seconds of every matmul / SDPA / conv MAC at its recorded fidelity, spread perfectly over
+    all `grid_cores` cores, with nothing else on the device: no layout, kernel or data-movement
+    choice beats it, so a preset whose calibrated floor exceeds a target cannot reach it."""
+    cycles = 0.0
+    for r in records:
+        flops = op_flops(r)
+        if flops:
+            fid = r.get('math_fidelity') or DEFAULT_FIDELITY
+            cycles += flops / (grid_cores * MULADDS_PER_CYCLE_LOFI) * FIDELITY_PASSES[fid]
+    return cycles / CLOCK_HZ
+
+
 def estimate(records: list[dict], grid_cores: int, efficiency: float | None = None) -> dict:
     """Per-op costs and the per-group table of a forward's records (JSON-ready)."""
     cal = calibration()
@@ -358,6 +371,7 @@ def estimate(records: list[dict], grid_cores: int, efficiency: float | None = No
                      'bound': max(by_bound, key=by_bound.get) if by_bound else '-',
                      'ideal_ms_by_bound': {k: v * 1e3 for k, v in sorted(by_bound.items())}}
     ideal = sum(c.ideal_s for c in costs)
+    floor = compute_floor_s(records, grid_cores)
     return {'kind': 'ESTIMATE (roofline from the real library\'s op decisions; not a '
                     'measurement)',
             'efficiency': eff, 'calibration': asdict(cal), 'grid_cores': grid_cores,
@@ -365,6 +379,7 @@ def estimate(records: list[dict], grid_cores: int, efficiency: float | None = No
             'total': {'ideal_ms': ideal * 1e3, 'calibrated_ms': ideal / eff * 1e3,
                       'gflop': sum(c.flops for c in costs) / 1e9,
                       'dram_mb': sum(c.dram_bytes for c in costs) / 1e6},
+            'compute_floor': {'ideal_ms': floor * 1e3, 'calibrated_ms': floor / eff * 1e3},
             'per_op': [dict(asdict(c), ideal_s=c.ideal_s, bound=c.bound) for c in costs],
             'leaves_out': LEAVES_OUT}
 
@@ -388,5 +403,10 @@ def format_table(est: dict, title: str) -> str:
     t = est['total']
     lines.append(f'{"total":<14}{est["ops"]:>6}{t["gflop"]:>9.1f}{t["dram_mb"]:>10.1f}'
                  f'{t["ideal_ms"]:>10.3f}{t["calibrated_ms"]:>10.3f}')
+    if 'compute_floor' in est:
+        f = est['compute_floor']
+        lines.append(f'compute floor (every MAC at its fidelity on all {est["grid_cores"]} cores, '
+                     f'nothing else): {f["ideal_ms"]:.3f} ms ideal, {f["calibrated_ms"]:.3f} ms '
+                     'calibrated')
     lines.append(f'left out: {est["leaves_out"]}')
     return '\n'.join(lines)

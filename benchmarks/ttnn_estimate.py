@@ -55,6 +55,7 @@ def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None,
     out = {'model': model, 'engine_model': rep.get('engine_model'),
            'precision': (rep.get('engine_info') or {}).get('precision'), 'status': rep['status'],
            'problems': rep['problems'], 'dispatch': rep.get('dispatch'), 'grid': rep.get('grid'),
+           'peak_bytes': rep.get('peak_bytes'),
            'wall_s': round(time.perf_counter() - t0, 1), 'sizes': {}}
     if rep.get('grid') is None:
         return out
@@ -111,6 +112,11 @@ def compare(before_path: str, after_path: str) -> str:
             tgt = TARGETS_MS[key]
             lines.append(f'target {tgt} ms: after is {t1["calibrated_ms"] / tgt:.1f}x the target '
                          f'calibrated, {t1["ideal_ms"] / tgt:.2f}x ideal')
+            f = e1.get('compute_floor')
+            if f:
+                lines.append(f'after\'s compute floor (its MACs at their fidelities, perfectly '
+                             f'spread, nothing else): {f["calibrated_ms"]:.1f} ms calibrated = '
+                             f'{f["calibrated_ms"] / tgt:.2f}x the target')
     return '\n'.join(lines)
 
 
@@ -152,8 +158,11 @@ def main(argv=None) -> int:
             model, sizes, a.grid, a.efficiency, a.dtype,
             tuple(a.camera) if model.startswith('da3') else ())
         results.append(r)
+        peak = r.get('peak_bytes') or {}
         print(f'\n{model} [{r.get("precision")}]: dry run {r["status"]}, {r["dispatch"]} '
-              f'dispatch, grid {r["grid"]}, {r["wall_s"]} s')
+              f'dispatch, grid {r["grid"]}, {r["wall_s"]} s; peak allocated DRAM '
+              f'{peak.get("DRAM", 0) / 2**20:.0f} MiB, L1 {peak.get("L1", 0) / 2**20:.1f} MiB '
+              '(the real allocator, every size of the run)')
         for p in r['problems']:
             print('PROBLEM', p)
             rc = 1

@@ -92,7 +92,8 @@ def variant(spec: str, family: str = 'da3'):
 
     role=FIDELITY[/bf16] sets a matmul role (/bf16: no fp32 accumulation), rolew=DTYPE its
     weights (fc1w=bfloat8_b); residual=, head=,
-    inner= set activation dtypes, weights= the bulk weight dtype; fp32w= / bf16w= set the
+    inner= set activation dtypes, weights= the bulk weight dtype, fidelity= the preset's own
+    (head convs and matmuls, norms, anything without a role); fp32w= / bf16w= set the
     float32 / bf16 weight groups.
     """
     from tt_depth_ros.engines.ttnn.precision import parse_precision
@@ -101,7 +102,7 @@ def variant(spec: str, family: str = 'da3'):
     fields = {}
     for item in spec.split(','):
         key, _, setting = (v.strip() for v in item.partition('='))
-        if key in ('residual', 'head', 'inner', 'weights'):
+        if key in ('residual', 'head', 'inner', 'weights', 'fidelity'):
             fields[key] = setting
         elif key in ('fp32w', 'bf16w'):
             fields['fp32_weights' if key == 'fp32w' else 'bf16_weights'] = tuple(

@@ -35,6 +35,18 @@ def test_runs_on_standin(ttnn, monkeypatch, tmp_path):
     assert set(res['stages_ms_p50']) >= {'upload', 'enqueue', 'device_and_readback'}
 
 
+def test_two_command_queues_on_standin(ttnn, tmp_path):
+    """--command-queues 2: the serial and the pipelined loop of the same engine, side by side."""
+    out = tmp_path / 'bench.json'
+    assert _bench().main(['--model', 'da3metric-tiny', '--shape', '56x84', '--frames', '3',
+                          '--command-queues', '2', '--ttnn-module', 'support.ttnn_standin',
+                          '--no-node-overhead', '--json', str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res['command_queues'] == 2 and res['pipelined_ms_per_frame'] > 0
+    assert set(res['pipelined_stages_ms_p50']) == {'submit', 'wait', 'readback_and_unpack',
+                                                   'submit_to_collect'}
+
+
 def test_camera_frames_on_standin(ttnn, tmp_path):
     """--camera: the camera frame goes up as it came and the trace of its key is replayed."""
     out = tmp_path / 'bench.json'
