@@ -36,6 +36,26 @@ def test_matmul_cycles_scale_with_fidelity_and_cores():
     assert math.isclose(hifi4.compute_s, c.compute_s * 2 * 100 / 50)   # x2 passes, half cores
 
 
+def test_compute_floor_bounds_every_layout():
+    """The floor counts MACs x fidelity passes over the whole grid and nothing else, so it is
+    below the estimate of the same ops however they are split or laid out."""
+    m, k, n = 1376, 1024, 4096
+    mm = {'device_op': 'MatmulDeviceOperation', 'inputs': [t((1, m, k)), t((k, n))],
+          'outputs': [t((1, m, n))], 'math_fidelity': 'HiFi4', 'grid': [11, 10],
+          'factory': 'MatmulMultiCoreReuseMcast2DProgramFactory', 'stack': []}
+    add = {'device_op': 'BinaryNgDeviceOperation', 'inputs': [t((1, m, n))] * 2,
+           'outputs': [t((1, m, n))], 'stack': []}
+    lofi = dict(mm, math_fidelity='LoFi')
+    floor = cost.compute_floor_s([mm, add, lofi], 110)
+    assert math.isclose(floor * cost.CLOCK_HZ, 2 * m * k * n / (110 * 4096) * (4 + 1))
+    est = cost.estimate([mm, add, lofi], 110)
+    assert math.isclose(est['compute_floor']['ideal_ms'], floor * 1e3)
+    assert est['compute_floor']['ideal_ms'] < est['total']['ideal_ms']
+    assert math.isclose(est['compute_floor']['calibrated_ms'],
+                        est['compute_floor']['ideal_ms'] / est['efficiency'])
+    assert 'compute floor' in cost.format_table(est, 'x')
+
+
 def test_dram_bound_eltwise_is_priced_by_bytes():
     x = t((1, 1, 1024, 1024))                                   # 2 MiB of bf16
     rec = {'device_op': 'BinaryNgDeviceOperation', 'inputs': [x, x], 'outputs': [x],

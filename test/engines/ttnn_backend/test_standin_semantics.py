@@ -76,6 +76,12 @@ def test_defaults_that_bite(ttnn):
     np.testing.assert_array_equal(causal[:, :, 0].float().numpy(),       # row 0 sees itself
                                   ttnn.to_torch(v2)[:, :, 0].float().numpy())
     assert not torch.equal(causal, full)
+    mask_l1 = ttnn.from_torch(torch.zeros(1, 1, 32, 32), dtype=ttnn.bfloat16,
+                              layout=ttnn.TILE_LAYOUT, device=dev,
+                              memory_config=ttnn.L1_MEMORY_CONFIG)
+    with pytest.raises(RuntimeError, match='must be in DRAM'):     # the real library's rule
+        ttnn.transformer.scaled_dot_product_attention(q2, k2, v2, attn_mask=mask_l1,
+                                                      is_causal=False)
     with pytest.raises(TypeError):
         ttnn.conv2d(x, x)                                          # keyword-only
 

@@ -19,7 +19,7 @@ import torch
 from . import numerics
 from .launch import launch
 from .ops_math import _require_tile, fpu_matmul, tf32_operand
-from .types import DataType, Layout
+from .types import BufferType, DataType, Layout
 
 TILE = numerics.TILE
 
@@ -95,6 +95,9 @@ def scaled_dot_product_attention(input_tensor_q, input_tensor_k, input_tensor_v,
             raise RuntimeError(f'TT_FATAL: SDPA program config grid {g} exceeds device {grid}')
         if s % program_config.q_chunk_size or s_kv % program_config.k_chunk_size:
             raise RuntimeError('TT_FATAL: SDPA chunk sizes must divide the sequence lengths')
+    if attn_mask is not None and attn_mask.memory_config().buffer_type != BufferType.DRAM:
+        # ttnn 0.81.1 sdpa_device_operation.cpp:165 (found by the dry run)
+        raise RuntimeError('TT_FATAL: When mask is provided to SDPA, it must be in DRAM')
     if attn_mask is not None and tuple(attn_mask.shape) != (b, 1, s, s_kv):
         raise RuntimeError(f'TT_FATAL: SDPA mask must be [B, 1, S, S_kv], got '
                            f'{tuple(attn_mask.shape)}')
