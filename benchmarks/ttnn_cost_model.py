@@ -340,9 +340,12 @@ def calibration(cfg: dict = VIT_DEMO) -> Calibration:
 
 
 def compute_floor_s(records: list[dict], grid_cores: int) -> float:
-    """Seconds of every matmul / SDPA / conv MAC at its recorded fidelity, spread perfectly over
-    all `grid_cores` cores, with nothing else on the device: no layout, kernel or data-movement
-    choice beats it, so a preset whose calibrated floor exceeds a target cannot reach it."""
+    """Seconds of every matmul / SDPA / conv MAC at its recorded fidelity, nothing else.
+
+    The MACs are spread perfectly over all `grid_cores` cores: no layout, kernel or
+    data-movement choice beats it, so a preset whose calibrated floor exceeds a target cannot
+    reach it.
+    """
     cycles = 0.0
     for r in records:
         flops = op_flops(r)

@@ -37,8 +37,10 @@ def test_matmul_cycles_scale_with_fidelity_and_cores():
 
 
 def test_compute_floor_bounds_every_layout():
-    """The floor counts MACs x fidelity passes over the whole grid and nothing else, so it is
-    below the estimate of the same ops however they are split or laid out."""
+    """The floor counts MACs x fidelity passes over the whole grid and nothing else.
+
+    So it is below the estimate of the same ops however they are split or laid out.
+    """
     m, k, n = 1376, 1024, 4096
     mm = {'device_op': 'MatmulDeviceOperation', 'inputs': [t((1, m, k)), t((k, n))],
           'outputs': [t((1, m, n))], 'math_fidelity': 'HiFi4', 'grid': [11, 10],

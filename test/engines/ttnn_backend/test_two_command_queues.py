@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from support.ttnn_standin import queues
-
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.geometry.preprocess.resize_map import resize_map
 
@@ -72,8 +71,10 @@ def test_pipelined_frames_each_get_their_own_outputs(ttnn, da3_tiny_sd, schedule
 @pytest.mark.parametrize('name', ['cq0_lazy', 'cq1_lazy'])
 def test_each_missing_event_is_caught_by_a_schedule(ttnn, da3_tiny_sd, schedule, name,
                                                     monkeypatch):
-    """Drop one of the two cross-queue waits: the schedule that exposes it returns a wrong
-    frame (the test above is only as strong as this)."""
+    """Drop one of the two cross-queue waits: that schedule returns a wrong frame.
+
+    The test above is only as strong as this.
+    """
     images = frames(3)
     want = reference(da3_tiny_sd, images)
     schedule(name)

@@ -17,10 +17,11 @@ test/engines/ttnn_backend/test_da3_precision.py. Unverified on hardware: mixed f
 operands and float32 conv activations/weights.
 
 'fast' is the speed design (README "ttnn speed design"): the ViT linears get 2D-multicast program
-configs (config.linear_program_config; GELU fused into fc1), q/k/v, heads, the SDPA output and
-the MLP hidden live in L1, and each matmul role has its own fidelity / weight dtype (ROLES,
-FAST_ROLES_*). Measured with the stand-in's FPU model (operand truncation per fidelity, bf16
-destination without fp32 accumulation: test/support/ttnn_standin/ops_math.py) by
+configs (config.linear_program_config; GELU fused into fc1), q/k/v, heads, the SDPA output,
+the MLP hidden and the encoder's residual stream with its LayerNorm outputs live in L1 (the
+SDPA mask cannot: ttnn requires it in DRAM), and each matmul role has its own fidelity / weight
+dtype (ROLES, FAST_ROLES_*). Measured with the stand-in's FPU model (operand truncation per
+fidelity, bf16 destination without fp32 accumulation: test/support/ttnn_standin/ops_math.py) by
 benchmarks/ttnn_precision_table.py: bfloat8_b weights on every linear miss the gates (DA3-Large
 depth PCC 0.9988, DUSt3R tiny pts3d 0.981), and so does HiFi2 on every DA3 linear (0.9997: it
 truncates the bf16 activations, in0, to 7 significant bits); DA3's fc1 takes HiFi2, DUSt3R's
@@ -61,8 +62,8 @@ PRESETS = {
                               ('norm', 'folded', 'patch', 'head')),
     'float32': ('float32', 'HiFi4', True, _F32, _F32, _F32, ('all',)),
     # The speed design (README "ttnn speed design"): ViT linears with program configs (GELU
-    # fused), q/k/v, heads and MLP hidden in L1, fc1 at HiFi2; the residual stream and the DPT
-    # head stay float32 (bf16 there misses the DA3 gate).
+    # fused), q/k/v, heads, MLP hidden and the residual stream in L1, fc1 at HiFi2; the residual
+    # stream and the DPT head stay float32 (bf16 there misses the DA3 gate).
     'fast': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
              FAST_ROLES_DA3, (), True, True, True),
 }
