@@ -228,51 +228,40 @@ class TtnnEngine(Engine):
                 ttnn.deallocate(e.output)
                 e.output = None
 
-    def infer(self, *images: np.ndarray) -> dict[str, np.ndarray]:
+    def _ready_key(self, images, resize: Optional[ResizeMap]) -> Key:
+        """The prepared key of these images (camera size with `resize`), preparing it if new."""
         if self._closed:
             raise RuntimeError('ttnn engine is closed')
-        shape = check_views(images, self.num_views)
-        key = (shape, None)
-        if key not in self._shapes:
-            self._log(f'ttnn: unprepared input shape {shape}; preparing it now')
-            self.prepare(shape)
-        return self._run(key, images)
-
-    def infer_camera(self, image: np.ndarray, resize: ResizeMap) -> dict[str, np.ndarray]:
-        """`infer` of a camera-size image; the trace resizes it on the device (base.Engine)."""
-        if self._closed:
-            raise RuntimeError('ttnn engine is closed')
-        if not self.resizes_on_device:
-            return super().infer_camera(image, resize)
-        if check_views((image,), 1) != tuple(resize.src_hw):
-            raise ValueError(f'image {image.shape[:2]} is not the resize\'s camera size '
-                             f'{resize.src_hw}')
-        key = (tuple(resize.net_hw), tuple(resize.src_hw))
-        if key not in self._shapes:
-            self._log(f'ttnn: unprepared camera size {key[1]}; preparing it now')
-            self.prepare_camera(resize)
-        return self._run(key, (image,))
-
-    def submit(self, *images: np.ndarray, resize: Optional[ResizeMap] = None) -> Ticket:
-        """Hand over a frame (base.Engine); with 2 CQs it overlaps the frame in flight."""
-        if self._closed:
-            raise RuntimeError('ttnn engine is closed')
-        if resize is not None and self.resizes_on_device:
-            if check_views(images, 1) != tuple(resize.src_hw):
-                raise ValueError(f'image {images[0].shape[:2]} is not the resize\'s camera size '
-                                 f'{resize.src_hw}')
-            key = (tuple(resize.net_hw), tuple(resize.src_hw))
-            if key not in self._shapes:
-                self._log(f'ttnn: unprepared camera size {key[1]}; preparing it now')
-                self.prepare_camera(resize)
-        elif resize is not None:
-            return super().submit(*images, resize=resize)
-        else:
+        if resize is None:
             shape = check_views(images, self.num_views)
             key = (shape, None)
             if key not in self._shapes:
                 self._log(f'ttnn: unprepared input shape {shape}; preparing it now')
                 self.prepare(shape)
+            return key
+        if check_views(images, 1) != tuple(resize.src_hw):
+            raise ValueError(f'image {images[0].shape[:2]} is not the resize\'s camera size '
+                             f'{resize.src_hw}')
+        key = (tuple(resize.net_hw), tuple(resize.src_hw))
+        if key not in self._shapes:
+            self._log(f'ttnn: unprepared camera size {key[1]}; preparing it now')
+            self.prepare_camera(resize)
+        return key
+
+    def infer(self, *images: np.ndarray) -> dict[str, np.ndarray]:
+        return self._run(self._ready_key(images, None), images)
+
+    def infer_camera(self, image: np.ndarray, resize: ResizeMap) -> dict[str, np.ndarray]:
+        """`infer` of a camera-size image; the trace resizes it on the device (base.Engine)."""
+        if not self.resizes_on_device:
+            return super().infer_camera(image, resize)
+        return self._run(self._ready_key((image,), resize), (image,))
+
+    def submit(self, *images: np.ndarray, resize: Optional[ResizeMap] = None) -> Ticket:
+        """Hand over a frame (base.Engine); with 2 CQs it overlaps the frame in flight."""
+        if resize is not None and not self.resizes_on_device:
+            return super().submit(*images, resize=resize)
+        key = self._ready_key(images, resize)
         if self.command_queues == 1:
             return Ticket(self._run(key, images))
         return self._enqueue(key, images)
