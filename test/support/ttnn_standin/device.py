@@ -138,6 +138,10 @@ class MeshDevice:
                                'was not run eagerly with these shapes before capture')
         if not self._misses_allowed:
             raise RuntimeError(f'TT_FATAL: program cache miss not allowed: {key[0]}')
+        if self._traces:
+            raise RuntimeError(f'stand-in: program cache miss while a trace exists: {key[0]} '
+                               'would compile and allocate its kernel binary where a replay '
+                               'writes its intermediates; run it once before the capture')
         self._program_cache.add(key)
 
     def _check_host_io(self, what: str) -> None:
