@@ -93,7 +93,8 @@ def variant(spec: str, family: str = 'da3'):
     role=FIDELITY[/bf16] sets a matmul role (/bf16: no fp32 accumulation), rolew=DTYPE its
     weights (fc1w=bfloat8_b); residual=, head=,
     inner= set activation dtypes, weights= the bulk weight dtype, fidelity= the preset's own
-    (head convs and matmuls, norms, anything without a role); fp32w= / bf16w= set the
+    (head convs and matmuls, norms, anything without a role), resize_hi_lo=off one bf16 matrix
+    per head resize side; fp32w= / bf16w= set the
     float32 / bf16 weight groups.
     """
     from tt_depth_ros.engines.ttnn.precision import parse_precision
@@ -104,6 +105,8 @@ def variant(spec: str, family: str = 'da3'):
         key, _, setting = (v.strip() for v in item.partition('='))
         if key in ('residual', 'head', 'inner', 'weights', 'fidelity'):
             fields[key] = setting
+        elif key == 'resize_hi_lo':
+            fields[key] = setting not in ('0', 'off', 'false', 'False')
         elif key in ('fp32w', 'bf16w'):
             fields['fp32_weights' if key == 'fp32w' else 'bf16_weights'] = tuple(
                 g for g in setting.split('+') if g)

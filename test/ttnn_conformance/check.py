@@ -14,7 +14,7 @@ Run: `.venv/bin/python test/ttnn_conformance/check.py` (also run by test_ttnn_co
    enters the shared exponents, so this checks which lanes are padding — uint8 TILE, padded
    shapes): real package under a mock p150 cluster descriptor vs the stand-in, bit for bit, on
    synthetic arrays (ties, a 2^+-29 dynamic range, odd shapes) and on the ViT-block weights as
-   the engine uploads them (engine_weight_inputs: what the 'fast' preset stores as bfloat8_b).
+   the engine uploads them (engine_weight_inputs: what the bfloat8_b presets store as bfloat8_b).
    The real side builds `ttnn.Tensor(tensor=..., data_type=..., layout=..., pad_value=...)` and
    reads `to_list()`: the C++ conversion `ttnn.from_torch`/`to_torch` call (0.81.1
    ttnn/operations/core.py: from_torch ends in that constructor, to_torch in `Tensor.to_torch`);
@@ -262,8 +262,8 @@ def engine_weight_inputs() -> dict:
 
     [in, out], heads padded to 32 lanes, LayerScale folded into proj/fc2: DA3 tiny block 0 (head
     width 16 -> zero columns between heads) and DA3-Large block 0's fc1 (1024 x 4096). The
-    'fast' preset stores these as bfloat8_b: the stand-in must quantise them as the real library
-    does.
+    bfloat8_b presets store these as bfloat8_b: the stand-in must quantise them as the real
+    library does.
     """
     import torch
 

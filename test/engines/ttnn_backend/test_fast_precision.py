@@ -6,7 +6,7 @@ model): a matmul's in0 sits in SrcB (hidden bit + 6 mantissa bits per phase-0 pa
 destination is bf16 after every 16-deep step. The preset's accuracy on the golden cases is
 measured by benchmarks/ttnn_precision_table.py (table in README "ttnn speed design"); here: the
 model on hand-made operands, the preset's wiring (program configs with GELU fused, fc1 at
-HiFi2, the other roles' fidelity, DUSt3R's bfloat8_b fc1, L1 inner activations) and one tiny
+HiFi2, the other roles' fidelity, bf16 ViT weights, L1 inner activations) and one tiny
 forward per family against its gate.
 """
 from pathlib import Path
@@ -76,8 +76,8 @@ def test_fast_preset_per_family_and_program_configs_from_tile_counts(ttnn):
     da3, du = parse_precision('fast', 'da3'), parse_precision('fast', 'dust3r')
     assert (da3.residual, da3.head, du.residual, du.head) == ('float32', 'float32',
                                                                'bfloat16', 'bfloat16')
-    assert du.weights_dtype(ttnn, None, 'fc1') == ttnn.bfloat8_b        # DUSt3R's MLP input
-    assert da3.weights_dtype(ttnn, None, 'fc1') == ttnn.bfloat16
+    for p in (da3, du):      # a bfloat8_b fc1 misses DUSt3R-L's gate on some CPUs (precision.py)
+        assert p.weights_dtype(ttnn, None, 'fc1') == ttnn.bfloat16
     for p in (da3, du):
         assert p.weights_dtype(ttnn, None, 'qkv') == ttnn.bfloat16
         assert p.weights_dtype(ttnn, 'folded', 'fc2') != ttnn.bfloat8_b

@@ -3,8 +3,9 @@
 The shared DPT neck (dpt_neck.py) and output convs (dpt_output.py) with DA3's weights; what is
 DA3's own is the sky branch. The depth and sky branches are merged: output_conv2.0 and
 sky_output_conv2.0 become one 3x3 conv (128 -> 2*32, ReLU fused) and the two 1x1 convs one
-block-diagonal linear (64 -> 2), exactly the same sums. Activations run in fp32 on device:
-column 0 -> exp (depth), column 1 -> relu (sky). Head activations and weights follow the preset's
+block-diagonal linear (64 -> 2), exactly the same sums. Activations run in fp32 on device, on
+the logits packed k pixels to a tile row (pixel_pack.py): column 0 -> exp (depth), column 1 ->
+relu (sky). Head activations and weights follow the preset's
 'head' dtype / weight group (precision.py).
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 from tt_depth_ros.engines.ttnn.common import linear_params, upload
 from tt_depth_ros.engines.ttnn.layers.dpt_neck import TtDPTNeck
 from tt_depth_ros.engines.ttnn.layers.dpt_output import TtDPTOutput
+from tt_depth_ros.engines.ttnn.layers.pixel_pack import lane_pattern, pack, pixels_per_row
 
 H = 'head.'
 S = 'head.scratch.'
@@ -43,18 +45,23 @@ class TtDA3Head:
                                         sd[S + 'output_conv1.bias']), hidden, last)
 
     def shape_constants(self, sc) -> dict:
-        """Neck and output-conv constants; the column masks that pick depth / sky."""
+        """Neck and output-conv constants; the lane masks that pick depth / sky when packed."""
         neck = self.neck.shape_constants(sc)
-        cols = torch.tensor([[1.0, 0.0]]).reshape(1, 1, 1, 2)
+        k = pixels_per_row(sc.height * sc.width, 2)
+        cols = lane_pattern((1.0, 0.0), k)
         return {'neck': neck, 'output': self.output.shape_constants(sc, neck['path1_hw']),
-                'm_depth': upload(self.ctx, cols, self.ctx.ttnn.float32),
+                'pack': k, 'm_depth': upload(self.ctx, cols, self.ctx.ttnn.float32),
                 'm_sky': upload(self.ctx, 1.0 - cols, self.ctx.ttnn.float32)}
 
     def __call__(self, taps, sc, state):
-        """4 taps (1, 1, h0*w0, D), consumed -> (1, 1, H*W, 2) float32 [depth, sky]."""
+        """4 taps (1, 1, h0*w0, D), consumed -> (1, 1, H*W/k, 2k) float32 [depth, sky] per pixel.
+
+        k = state['pack'] pixels per row; row-major it is the (H*W, 2) map.
+        """
         ttnn = self.ctx.ttnn
         path1 = self.neck(taps, sc, state['neck'])
-        lg = self.output(path1, sc, state['output'])
+        lg = pack(ttnn, self.output(path1, sc, state['output']), sc.height * sc.width, 2,
+                  state['pack'])
         e, r = ttnn.exp(lg), ttnn.relu(lg)
         ttnn.deallocate(lg)
         a, b = ttnn.multiply(e, state['m_depth']), ttnn.multiply(r, state['m_sky'])

@@ -3,8 +3,10 @@
 The shared DPT neck (dpt_neck.py, 'double_then_crop': x2 then crop to the next level, folded into
 the resize matrices) and output convs (dpt_output.py: head.0 -> x2 -> head.2 + ReLU -> head.4 =
 raw (1, 1, HW, 4)) with DUSt3R's weights; what is DUSt3R's own is the postprocess, in fp32 on
-device: pts = r / max(|r|, 1e-8) * expm1(|r|), conf = 1 + exp(c); the result packs
-[pts_x, pts_y, pts_z, conf, raw0..raw3] per pixel.
+device: pts = r / max(|r|, 1e-8) * expm1(|r|), conf = 1 + exp(c), on the raw map packed k
+pixels to a tile row (pixel_pack.py; |r|^2 sums each pixel's xyz through a block-diagonal
+matrix). Each row of the result holds k pixels' [pts_x, pts_y, pts_z, conf], then the same k
+pixels' [raw0..raw3] (`unpack_rows` reads it).
 """
 from __future__ import annotations
 
@@ -14,6 +16,14 @@ from tt_depth_ros.engines.ttnn.common import upload
 from tt_depth_ros.engines.ttnn.layers.conv import conv1x1_params
 from tt_depth_ros.engines.ttnn.layers.dpt_neck import TtDPTNeck
 from tt_depth_ros.engines.ttnn.layers.dpt_output import TtDPTOutput
+from tt_depth_ros.engines.ttnn.layers.pixel_pack import lane_pattern, pack, pixels_per_row
+
+
+def unpack_rows(out, views: int, h: int, w: int):
+    """(views * h*w/k, 8k) rows of `TtDust3rDPT` -> (views, h, w, 4) activated, (.., 4) raw."""
+    k = pixels_per_row(h * w, 4)
+    v = out.reshape(views, h * w // k, 2, k, 4)
+    return v[:, :, 0].reshape(views, h, w, 4), v[:, :, 1].reshape(views, h, w, 4)
 
 
 class TtDust3rDPT:
@@ -31,18 +41,21 @@ class TtDust3rDPT:
     def shape_constants(self, sc) -> dict:
         """Per-shape constants; they depend on the config only, so both heads share one set."""
         neck = self.neck.shape_constants(sc)
+        k = pixels_per_row(sc.height * sc.width, 4)
         s = torch.zeros(4, 4)
-        s[:3, :] = 1.0                                   # every column = |r|^2
-        mr = torch.tensor([1.0, 1.0, 1.0, 0.0]).reshape(1, 1, 1, 4)
+        s[:3, :] = 1.0                                   # every column of a pixel = its |r|^2
+        mr = lane_pattern((1.0, 1.0, 1.0, 0.0), k)
         f32 = self.ctx.ttnn.float32
         return {'neck': neck, 'output': self.output.shape_constants(sc, neck['path1_hw']),
-                'sum_xyz': upload(self.ctx, s, f32), 'm_pts': upload(self.ctx, mr, f32),
-                'm_conf': upload(self.ctx, 1.0 - mr, f32)}
+                'pack': k, 'sum_xyz': upload(self.ctx, torch.kron(torch.eye(k), s), f32),
+                'm_pts': upload(self.ctx, mr, f32), 'm_conf': upload(self.ctx, 1.0 - mr, f32)}
 
     def __call__(self, taps, sc, st):
-        """4 taps (1, 1, N, C), consumed -> (1, 1, H*W, 8) float32 [pts xyz, conf, raw 0..3]."""
+        """4 taps (1, 1, N, C), consumed -> (1, 1, H*W/k, 8k) float32 (module docstring)."""
         path1 = self.neck(taps, sc, st['neck'])
-        return self._activate(self.output(path1, sc, st['output']), st)
+        raw = pack(self.ctx.ttnn, self.output(path1, sc, st['output']), sc.height * sc.width,
+                   4, st['pack'])
+        return self._activate(raw, st)
 
     def _activate(self, r, st):
         ttnn = self.ctx.ttnn

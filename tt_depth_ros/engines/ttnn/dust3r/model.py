@@ -18,7 +18,7 @@ from tt_depth_ros.engines.ttnn.common import (
 )
 from tt_depth_ros.engines.ttnn.da3.backbone import fold_normalisation
 from tt_depth_ros.engines.ttnn.dust3r.decoder_block import TtDecoderBlock
-from tt_depth_ros.engines.ttnn.dust3r.dpt_head import TtDust3rDPT
+from tt_depth_ros.engines.ttnn.dust3r.dpt_head import TtDust3rDPT, unpack_rows
 from tt_depth_ros.engines.ttnn.layers.block import TtBlock
 from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d
 from tt_depth_ros.engines.ttnn.layers.rope2d import TtRoPE, rope_tables, rotation_matrix
@@ -153,13 +153,12 @@ class TtDust3r:
         return out
 
     def unpack(self, out: np.ndarray, sc) -> dict[str, np.ndarray]:
-        h, w = sc.height, sc.width
-        v = out.reshape(2, h, w, 8)
+        act, raw = unpack_rows(out, 2, sc.height, sc.width)
         res = {}
         for i in (0, 1):
-            res[f'pts3d_{i + 1}'] = np.ascontiguousarray(v[i, ..., :3], dtype=np.float32)
-            res[f'conf_{i + 1}'] = np.ascontiguousarray(v[i, ..., 3], dtype=np.float32)
-            res[f'raw_{i + 1}'] = np.ascontiguousarray(v[i, ..., 4:8], dtype=np.float32)
+            res[f'pts3d_{i + 1}'] = np.ascontiguousarray(act[i, ..., :3], dtype=np.float32)
+            res[f'conf_{i + 1}'] = np.ascontiguousarray(act[i, ..., 3], dtype=np.float32)
+            res[f'raw_{i + 1}'] = np.ascontiguousarray(raw[i], dtype=np.float32)
         return res
 
     def release_shape(self, st) -> None:

@@ -52,6 +52,9 @@ class TtResize:
             f32 = ctx.ttnn.float32
             self.ah = [upload(ctx, ah[None, None], dtype=f32)]
             self.aw_t = [upload(ctx, aw.t().contiguous(), dtype=f32)]       # (W, Wo)
+        elif not ctx.precision.resize_hi_lo:                             # one bf16 matrix
+            self.ah = [upload(ctx, ah[None, None])]
+            self.aw_t = [upload(ctx, aw.t().contiguous())]
         else:
             self.ah = [upload(ctx, m[None, None]) for m in split_bf16(ah)]
             self.aw_t = [upload(ctx, m.t().contiguous()) for m in split_bf16(aw)]
@@ -69,7 +72,8 @@ class TtResize:
         ttnn.deallocate(yt)
         z = self._matmul2(flat, self.ah, right=False)                   # (1, 1, Ho, Wo*C)
         ttnn.deallocate(flat, force=False)
-        out = ttnn.reshape(z, (1, 1, self.ho * self.wo, self.c), pad_value=0.0)
+        # no pad_value: nothing contracts over the rows of the result (a fill-pad op fewer)
+        out = ttnn.reshape(z, (1, 1, self.ho * self.wo, self.c))
         ttnn.deallocate(z, force=False)
         return out
 
