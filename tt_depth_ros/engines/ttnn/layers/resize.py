@@ -8,7 +8,8 @@ A_hi + A_lo (both bf16, A_lo = bf16(A - A_hi)) and applied as two matmuls, which
 to ~16 bits. A float32 head (the DA3 presets) takes one float32 matrix and one matmul: the FPU
 reads float32 operands as TF32, the activations included, so a split weight would buy nothing
 the activation's own 10-bit mantissa does not already lose, at the price of a second matmul and
-a full-size add (the largest ops of the DA3 head's resizes in the p150 estimate).
+a full-size add (the largest ops of the DA3 head's resizes in the p150 estimate). A preset with
+`resize_hi_lo` off (DUSt3R 'fast') takes one bf16 matrix: its gate holds without the split.
 Input and output are flattened NHWC (1, 1, H*W, C) TILE tensors.
 """
 from __future__ import annotations
