@@ -57,8 +57,8 @@ class TtDust3r:
         """Upper bound on device programs per traced forward (trace region sizing).
 
         Counted by the real ttnn 0.81.1 in the dry run (test/ttnn_dryrun, 11x10 grid): tiny
-        (2 encoder, 12 decoder blocks) 1,607/1,423/1,479 at 80x112/384x512/512x384, Large (24,
-        12) 2,341 at 384x512: ~38 per encoder layer (two views), ~80 per decoder layer (two
+        (2 encoder, 12 decoder blocks) 1,601/1,423/1,479 at 80x112/384x512/512x384, Large (24,
+        12) 2,343 at 384x512: ~38 per encoder layer (two views), ~80 per decoder layer (two
         branches), the two DPT heads ~400-600 (several programs per conv; the masked 80x112
         grid adds slices). Bound: 40 per encoder + 100 per decoder layer + 600 (tiny 1,880,
         Large 2,760). test_ttnn_dryrun checks it against every count.
