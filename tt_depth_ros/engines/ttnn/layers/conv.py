@@ -4,6 +4,12 @@ ttnn re-prepares and re-uploads host weights on every conv call, which is host I
 a trace capture (docs/ttnn.md §5): the warm-up call passes the host weights with
 `return_weights_and_bias=True` and keeps the returned device weights for that shape; warmed shapes
 (and the capture) then use those. 1x1 convs are plain linears (TtLinear) instead.
+
+Layout (seen in the real library's graph, ttnn 0.81.1): a conv reshapes a TILE input from
+(1, 1, H*W, C) to (H, W, C) and its TILE output back, each a DRAM pass over a tile-padded map
+(W = 148 pads to 160); a ROW_MAJOR input is read as it is, and `row_major_out` has the conv
+untilize each slice in L1 instead, so a conv feeding only another conv (RCU conv1 -> conv2, a
+level resize -> its layer_rn conv) hands over ROW_MAJOR and skips both reshapes.
 """
 from __future__ import annotations
 
@@ -22,12 +28,13 @@ class TtConv2d:
     """A 2-D (transposed) convolution.
 
     Args: weight OIHW (IOHW if transposed), bias or None, stride, padding, transposed, relu,
-    group (weight group of precision.py), out (output dtype: 'head' or 'residual' activations).
+    group (weight group of precision.py), out (output dtype: 'head' or 'residual' activations),
+    row_major_out (ROW_MAJOR output for a conv whose only reader is another conv).
     """
 
     def __init__(self, ctx, weight: torch.Tensor, bias, stride=1, padding=0,
                  transposed: bool = False, relu: bool = False, group: str | None = None,
-                 out: str = 'head'):
+                 out: str = 'head', row_major_out: bool = False):
         ttnn = ctx.ttnn
         self.ctx = ctx
         self.transposed = transposed
@@ -42,6 +49,7 @@ class TtConv2d:
         self.relu = relu
         self.weights_dtype = ctx.precision.weights_dtype(ttnn, group)
         self.out_dtype = ctx.precision.act(ttnn, out)
+        self.out_layout = ttnn.ROW_MAJOR_LAYOUT if row_major_out else ttnn.TILE_LAYOUT
         self.prepared: dict[tuple[int, int], tuple] = {}
 
     def out_hw(self, h: int, w: int) -> tuple[int, int]:
@@ -54,7 +62,7 @@ class TtConv2d:
         """X (1, 1, H*W, Cin) -> (1, 1, Ho*Wo, Cout)."""
         ttnn = self.ctx.ttnn
         cfg = ttnn.Conv2dConfig(
-            weights_dtype=self.weights_dtype,
+            weights_dtype=self.weights_dtype, output_layout=self.out_layout,
             activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU) if self.relu else None)
         ready = self.prepared.get(hw)
         w, b = ready if ready is not None else (self.host_w, self.host_b)

@@ -14,7 +14,7 @@ class TtResidualConvUnit:
     def __init__(self, ctx, sd, prefix: str):
         self.ctx = ctx
         self.conv1 = TtConv2d(ctx, sd[prefix + 'conv1.weight'], sd[prefix + 'conv1.bias'],
-                              padding=1, relu=True, group='head')
+                              padding=1, relu=True, group='head', row_major_out=True)
         self.conv2 = TtConv2d(ctx, sd[prefix + 'conv2.weight'], sd[prefix + 'conv2.bias'],
                               padding=1, group='head')
 
