@@ -66,6 +66,7 @@ class Monitor:
     ttnn: object
     op_records: bool = False    # per-call graphs inside trace captures -> EmulatedTrace.ops
     records: list = field(default_factory=list)
+    calls: dict = field(default_factory=dict)     # qualified op name -> calls the library took
     phase: str = 'setup'
     tracked: dict = field(default_factory=dict)     # id(tensor) -> Tracked
     traces: list = field(default_factory=list)
@@ -170,6 +171,7 @@ class Monitor:
     # -- the call -----------------------------------------------------------------------------
     def call(self, qual, fn, args, kwargs, site, stack=None):
         ttnn = self.ttnn
+        self.calls[qual] = self.calls.get(qual, 0) + 1
         if self.capturing is not None and qual in HOST_IO and not (
                 qual in ('ttnn.from_torch', 'ttnn.as_tensor') and kwargs.get('device') is None):
             self._record('hazard', qual, site, 'host I/O inside a trace capture (the library '
@@ -194,7 +196,7 @@ class Monitor:
         except Exception as e:
             self._record('rejected', qual, site, error_text(e), args, kwargs)
             raise
-        if qual == 'ttnn.open_device':
+        if qual in ('ttnn.open_device', 'ttnn.open_mesh_device'):
             self.device = out
         outs = out if isinstance(out, (list, tuple)) else [out]
         for o in self._flat(outs, {}):
@@ -329,7 +331,7 @@ class Monitor:
 
     def report(self) -> dict:
         self._end_warmup_graph()
-        return {'records': self.records, 'peak_bytes': self.peak,
+        return {'records': self.records, 'calls': self.calls, 'peak_bytes': self.peak,
                 'cb_peak_per_core_by_phase': self.cb_peak,
                 'peak_bytes_by_phase': self.peak_phase,
                 'traces': [{'number': t.number, 'phase': t.phase, 'state': t.state,

@@ -24,9 +24,10 @@ import environment  # noqa: E402
 ROOT = HERE.parents[1]
 
 
-def run_driver(tmp_path, model, sizes=(), timeout=900, cameras=()) -> dict:
+def run_driver(tmp_path, model, sizes=(), timeout=900, cameras=(), extra=()) -> dict:
     out = tmp_path / f'{model}.json'
-    cmd = [sys.executable, str(HERE / 'driver.py'), '--model', model, '--json', str(out)]
+    cmd = [sys.executable, str(HERE / 'driver.py'), '--model', model, '--json', str(out),
+           *extra]
     for s in sizes:
         cmd += ['--size', s]
     for c in cameras:
@@ -37,12 +38,12 @@ def run_driver(tmp_path, model, sizes=(), timeout=900, cameras=()) -> dict:
     return json.loads(out.read_text())
 
 
-def check_report(rep: dict, views: int) -> None:
+def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> None:
     assert rep['problems'] == [], '\n'.join(rep['problems'])
     assert rep['status'] == 'completed'
     assert rep['dispatch'] == 'worker' and rep['grid'] == [11, 10]      # p150a, stock dispatch
     expected = [r for r in rep['records'] if r['kind'] == 'expected']
-    assert [r['op'] for r in expected] == ['ttnn.open_device']         # the ETH attempt only
+    assert [r['op'] for r in expected] == [open_op]                    # the ETH attempt only
     for s in rep['sizes']:
         h, w = (int(v) for v in s.split('x'))
         shapes = rep['outputs'][s]
@@ -73,6 +74,28 @@ def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_
     check_report(rep, views)
     assert sorted(rep.get('camera_network', {})) == sorted(cameras)
     print({t['phase']: t['programs'] for t in rep['traces']}, rep['peak_bytes'])
+
+
+def test_two_command_queues_real_library(side_python, tmp_path):
+    """The 2-CQ engine through the real library, wait_for_event alone counted, not sent.
+
+    Mesh open with two queues, staging buffers, the CQ1 upload, ttnn.copy, events, the
+    non-blocking readback, two frames in flight, a camera key (wait_for_event crashes the mock's
+    dispatch).
+    """
+    rep = run_driver(tmp_path, 'da3-tiny', sizes=('280x504',), cameras=('480x640',),
+                     extra=('--command-queues', '2'))
+    check_report(rep, 1, open_op='ttnn.open_mesh_device')
+    assert rep['engine_info']['command_queues'] == 2
+    assert rep['skipped_wait_for_event'] == 5      # 1 + 2 (two frames), 2 (the camera frame)
+    calls = rep['calls']
+    assert calls['ttnn.open_mesh_device'] == 2 and calls['ttnn.close_mesh_device'] == 1
+    # per frame: 2 uploads (zeros at prepare aside), a copy, 3 events, a readback, a wait on it
+    frames = 3
+    assert calls['ttnn.record_event'] == 3 * frames
+    assert calls['ttnn.event_synchronize'] == frames
+    assert calls['ttnn.from_device'] == frames
+    assert calls['ttnn.copy'] >= frames                 # + the warm-up copy of each key
 
 
 @pytest.mark.slow
