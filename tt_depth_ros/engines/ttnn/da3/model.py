@@ -30,7 +30,7 @@ class TtDA3:
         """Upper bound on device programs per traced forward (trace region sizing).
 
         Counted by the real ttnn 0.81.1 in the dry run (test/ttnn_dryrun, 11x10 grid): tiny
-        (4 blocks) 315/316/325 at 280x504/378x504/518x518, Large (24 blocks) 620 at 280x504,
+        (4 blocks) 315/316/325 at 280x504/378x504/518x518, Large (24 blocks) 619 at 280x504,
         i.e. ~15.2 per block + ~255 (patch embed, taps, DPT head; its convs are several programs
         each, more at larger sizes); a camera resized on the device adds 18 (one resize step,
         480x640 -> 378x504: 334) to 31 (two steps, 720x1280 -> 280x504: 346). Bound: 16 per
