@@ -25,23 +25,24 @@ def test_reports_no_device(monkeypatch, capsys):
     assert 'no Tenstorrent device present' in capsys.readouterr().out
 
 
-def test_runs_on_standin(ttnn, monkeypatch, tmp_path):
+def _run_on_standin(tmp_path, *args) -> dict:
+    """bench_ttnn.py on the stand-in (tiny DA3, 3 frames, no node overhead) -> its JSON."""
     out = tmp_path / 'bench.json'
-    assert _bench().main(['--model', 'da3metric-tiny', '--shape', '56x84', '--frames', '3',
+    assert _bench().main(['--model', 'da3metric-tiny', '--frames', '3', *args,
                           '--ttnn-module', 'support.ttnn_standin', '--no-node-overhead',
                           '--json', str(out)]) == 0
-    res = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_runs_on_standin(ttnn, tmp_path):
+    res = _run_on_standin(tmp_path, '--shape', '56x84')
     assert res['shape'] == [56, 84] and res['trace_replay_ms']['p50'] > 0
     assert set(res['stages_ms_p50']) >= {'upload', 'enqueue', 'device_and_readback'}
 
 
 def test_two_command_queues_on_standin(ttnn, tmp_path):
     """--command-queues 2: the serial and the pipelined loop of the same engine, side by side."""
-    out = tmp_path / 'bench.json'
-    assert _bench().main(['--model', 'da3metric-tiny', '--shape', '56x84', '--frames', '3',
-                          '--command-queues', '2', '--ttnn-module', 'support.ttnn_standin',
-                          '--no-node-overhead', '--json', str(out)]) == 0
-    res = json.loads(out.read_text())
+    res = _run_on_standin(tmp_path, '--shape', '56x84', '--command-queues', '2')
     assert res['command_queues'] == 2 and res['pipelined_ms_per_frame'] > 0
     assert set(res['pipelined_stages_ms_p50']) == {'submit', 'wait', 'readback_and_unpack',
                                                    'submit_to_collect'}
@@ -49,10 +50,6 @@ def test_two_command_queues_on_standin(ttnn, tmp_path):
 
 def test_camera_frames_on_standin(ttnn, tmp_path):
     """--camera: the camera frame goes up as it came and the trace of its key is replayed."""
-    out = tmp_path / 'bench.json'
-    assert _bench().main(['--model', 'da3metric-tiny', '--camera', '120x160', '--frames', '3',
-                          '--process-res', '112', '--ttnn-module', 'support.ttnn_standin',
-                          '--no-node-overhead', '--json', str(out)]) == 0
-    res = json.loads(out.read_text())
+    res = _run_on_standin(tmp_path, '--camera', '120x160', '--process-res', '112')
     assert res['camera'] == [120, 160] and res['shape'] == [84, 112]
     assert res['camera_sizes'] == [[120, 160]] and res['trace_replay_ms']['p50'] > 0
