@@ -52,11 +52,15 @@ class _Shape:
 
 
 class _InFlight(Ticket):
-    """A frame whose readback is queued (2 CQs): `done` is the CQ0 event recorded after it."""
+    """A frame whose readback is queued (2 CQs): `done` is the CQ0 event recorded after it.
 
-    def __init__(self, config, host, done, submitted: float):
+    `uploads` keeps the frame's host tensors alive until then: CQ1 may still be reading them.
+    """
+
+    def __init__(self, config, host, done, submitted: float, uploads: list):
         super().__init__()
         self.config, self.host, self.done, self.submitted = config, host, done, submitted
+        self.uploads = uploads
 
 
 def _label(key: Key) -> str:
@@ -216,7 +220,7 @@ class TtnnEngine(Engine):
         """Finish every queued frame; their readbacks are then complete and collectable."""
         self.ctx.ttnn.synchronize_device(self.ctx.device)
         for t in self._in_flight:
-            t.done = None
+            t.done, t.uploads = None, []
         self._in_flight.clear()
 
     def _release_traces(self) -> None:
@@ -277,6 +281,7 @@ class TtnnEngine(Engine):
         if ticket.done is not None:
             ttnn.event_synchronize(ticket.done)
             self._in_flight.remove(ticket)
+        ticket.uploads = []                  # the trace has consumed them
         t1 = time.perf_counter()
         out = ttnn.to_torch(ticket.host).to(torch.float32).numpy()
         ticket.result = self.net.unpack(out, ticket.config)
@@ -308,7 +313,7 @@ class TtnnEngine(Engine):
         self._consumed = ttnn.record_event(dev, 0)
         ttnn.execute_trace(dev, e.trace, cq_id=0, blocking=False)
         host_out = ttnn.from_device(e.output, blocking=False, queue_id=0)
-        ticket = _InFlight(e.config, host_out, ttnn.record_event(dev, 0), t0)
+        ticket = _InFlight(e.config, host_out, ttnn.record_event(dev, 0), t0, hosts)
         self._in_flight.append(ticket)
         self._timings = {'submit': time.perf_counter() - t0}
         return ticket
