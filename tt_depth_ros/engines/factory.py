@@ -5,7 +5,8 @@ families are builder modules with `build_torch_engine(model, *, device, dtype, w
 revision, config, state_dict, cuda_graphs, logger) -> Engine`: `engines/torch/da3.py` (DA3) and
 `engines/torch/dust3r.py` (DUSt3R, its own owner). The ttnn backend is the package `engines/ttnn/`
 with
-`build_ttnn_engine(model, *, device_id, dtype, weights, revision, config, state_dict, logger)`;
+`build_ttnn_engine(model, *, device_id, dtype, weights, revision, config, state_dict, logger,
+command_queues)`;
 `select.py` reports it unavailable until that package exists and a device is present.
 `backend='onnxruntime'` runs an exported DA3 file (`weights` = the `.onnx`, its sidecar beside it)
 with `engines/onnxruntime/engine.py` on the execution provider `onnx_provider`.
@@ -37,7 +38,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
                  accept_license: Optional[bool] = None,
                  num_views: Optional[int] = None,
                  cancel: Optional[CancelToken] = None,
-                 onnx_provider: Optional[str] = None) -> Engine:
+                 onnx_provider: Optional[str] = None,
+                 ttnn_command_queues: int = 1) -> Engine:
     """Build an engine for `model` on the selected backend.
 
     Args:
@@ -64,6 +66,9 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         cancel: Checked between build steps; a cancelled build raises BuildCancelled.
         onnx_provider: onnxruntime execution provider (None: CPUExecutionProvider); a provider
             that is not available is a BackendUnavailableError listing the available ones.
+        ttnn_command_queues: ttnn only: 2 opens the device with two command queues, so frames
+            pipeline through submit / collect (Engine.pipelines); the other backends have one
+            queue and ignore it.
 
     Returns:
         An Engine (not yet prepared for a shape).
@@ -88,7 +93,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         return engine
     engine = _build(spec, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
-                    cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views)
+                    cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views,
+                    ttnn_command_queues=ttnn_command_queues)
     if cancel.cancelled:
         engine.close()
         cancel.check('after the engine build (engine closed)')
@@ -99,7 +105,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
 
 
 def _build(spec: registry.ModelSpec, chosen: str, *, weights, device_id, dtype, revision, config,
-           state_dict, logger, cuda_graphs, accept_license, num_views) -> Engine:
+           state_dict, logger, cuda_graphs, accept_license, num_views,
+           ttnn_command_queues: int = 1) -> Engine:
     """The family builder for `spec` on the chosen backend (arguments as build_engine)."""
     model = spec.name
     if chosen == 'ttnn':
@@ -110,7 +117,8 @@ def _build(spec: registry.ModelSpec, chosen: str, *, weights, device_id, dtype, 
             raise BackendUnavailableError(f'ttnn engine cannot be imported: {e}') from e
         return ttnn_engines.build_ttnn_engine(model, device_id=device_id, dtype=dtype,
                                               weights=weights, revision=revision, config=config,
-                                              state_dict=state_dict, logger=logger)
+                                              state_dict=state_dict, logger=logger,
+                                              command_queues=ttnn_command_queues)
     builder = TORCH_BUILDERS[spec.family]
     try:
         family = importlib.import_module(builder)

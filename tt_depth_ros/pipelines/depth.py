@@ -192,6 +192,19 @@ class DepthFrame:
         return sky
 
 
+@dataclass
+class StartedFrame:
+    """A frame handed to the engine (`DA3FramePath.start`); `DA3FramePath.finish` completes it."""
+
+    rgb: np.ndarray
+    intrinsics: FrameIntrinsics
+    options: FrameOptions
+    border: Optional[Rectifier]
+    img_net: Optional[np.ndarray]      # the host-resized network image (None: resized on device)
+    ticket: Any                        # engines.base.Ticket
+    timings: dict
+
+
 class _GridIntrinsics(NamedTuple):
     camera: np.ndarray    # 3x3 on the camera image
     network: np.ndarray   # 3x3 at network resolution
@@ -240,7 +253,7 @@ class DA3FramePath:
 
     def __call__(self, rgb: np.ndarray, intrinsics: FrameIntrinsics, options: FrameOptions,
                  border: Optional[Rectifier] = None) -> DepthFrame:
-        """Depth of one camera image.
+        """Depth of one camera image (`start` then `finish`).
 
         Args:
             rgb: (H, W, 3) uint8 RGB at camera resolution (rectified when `border` is given).
@@ -252,20 +265,41 @@ class DA3FramePath:
             ValueError: An image too extreme for the network grid, or 'estimated' intrinsics
                 from a model that gives none.
         """
+        return self.finish(self.start(rgb, intrinsics, options, border))
+
+    def start(self, rgb: np.ndarray, intrinsics: FrameIntrinsics, options: FrameOptions,
+              border: Optional[Rectifier] = None) -> StartedFrame:
+        """Resize (host or device) and hand the frame to the engine (`Engine.submit`).
+
+        An engine that pipelines (ttnn with two command queues) returns at once: a caller may
+        start the next frame before finishing this one. Same arguments and errors as __call__.
+        """
         t0 = time.perf_counter()
         height, width = rgb.shape[:2]
         net_h, net_w = options.network_hw(width, height)
-        to_camera = options.output == 'camera'
         resize = self.device_resize((height, width), options)
         if resize is not None:      # the engine resizes on its device
             img_net = None
             t1 = time.perf_counter()
-            out = self.engine.infer_camera(rgb, resize)
+            ticket = self.engine.submit(rgb, resize=resize)
         else:
             img_net = resize_to_network(rgb, (net_h, net_w), options.process_res)
             t1 = time.perf_counter()
-            out = self.engine.infer(img_net)
+            ticket = self.engine.submit(img_net)
+        return StartedFrame(rgb, intrinsics, options, border, img_net, ticket,
+                            {'resize': t1 - t0, 'infer': time.perf_counter() - t1})
+
+    def finish(self, started: StartedFrame) -> DepthFrame:
+        """Collect a started frame's outputs and turn them into the DepthFrame."""
+        rgb, intrinsics, options, border = (started.rgb, started.intrinsics, started.options,
+                                            started.border)
+        img_net = started.img_net
+        t_collect = time.perf_counter()
+        out = self.engine.collect(started.ticket)
         t2 = time.perf_counter()
+        height, width = rgb.shape[:2]
+        net_h, net_w = options.network_hw(width, height)
+        to_camera = options.output == 'camera'
         cam_wh, net_wh = (width, height), (net_w, net_h)
         K_est_net = out.get('intrinsics')
         if K_est_net is not None:
@@ -291,7 +325,8 @@ class DA3FramePath:
         f_est = (None if K_est_net is None else
                  mean_focal(scale_intrinsics(K_est_net, net_wh, cam_wh)))
         t3 = time.perf_counter()
-        timings = {'resize': t1 - t0, 'infer': t2 - t1, 'postprocess': t3 - t2}
+        timings = {'resize': started.timings['resize'],
+                   'infer': started.timings['infer'] + (t2 - t_collect), 'postprocess': t3 - t2}
         timings.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
         return DepthFrame(depth=depth, K=np.asarray(K_out, dtype=np.float64), tx=tx, image=image,
                           conf=conf, K_estimated=K_est, K_network=K.network,

@@ -89,6 +89,7 @@ class TtnnEngine(Engine):
         self._timings: dict[str, float] = {}
         self._closed = False
         self.command_queues = int(getattr(ctx, 'command_queues', 1))
+        self.pipelines = self.command_queues == 2
         self._consumed = None          # CQ0 event: the last staging buffer has been copied on
         self._in_flight: list[_InFlight] = []
 

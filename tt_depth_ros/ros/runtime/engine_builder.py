@@ -40,7 +40,7 @@ def _plugin_engine(plugin: str, plugin_args: str, cancel: CancelToken, logger) -
 
 
 def build_node_engine(p: dict, logger, cancel: CancelToken,
-                      num_views: int | None = None) -> Engine:
+                      num_views: int | None = None, ttnn_command_queues: int = 1) -> Engine:
     """The engine a node's parameters `p` ask for; `cancel` stops the build at its next step.
 
     Args:
@@ -51,6 +51,8 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
         cancel: the node's token, cancelled at process shutdown.
         num_views: DA3 any-view / NESTED views per forward (None = the factory's default);
             not passed to a plugin.
+        ttnn_command_queues: 2 for a throughput-bound caller (the batch tools) on ttnn: frames
+            then pipeline (Engine.pipelines); other backends have one queue and ignore it.
     """
     if p['engine_plugin']:
         return _plugin_engine(p['engine_plugin'], p['engine_plugin_args'], cancel, logger)
@@ -59,7 +61,8 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
                         device_id=p['device_id'], revision=p['revision'] or None, logger=logger,
                         dtype=p.get('torch_dtype', 'auto'),
                         num_views=num_views, cancel=cancel,
-                        onnx_provider=p.get('onnx_provider') or None)
+                        onnx_provider=p.get('onnx_provider') or None,
+                        ttnn_command_queues=ttnn_command_queues)
 
 
 class PreparedShapes:

@@ -53,7 +53,9 @@ class _Engine:
                 from tt_depth_ros.ros.pair.node import pair_engine_views
                 views = pair_engine_views(p)
             try:
-                cls.engine = build_node_engine(p, NodeLogger('engine: '), CancelToken(), views)
+                # a batch run is throughput-bound: on ttnn, frames pipeline over two queues
+                cls.engine = build_node_engine(p, NodeLogger('engine: '), CancelToken(), views,
+                                               ttnn_command_queues=2)
             except Exception as exc:  # noqa: BLE001 - every bag is then failed with this reason
                 cls.error = f'engine for {p["model"]!r} could not be built: {exc}'
         return cls.engine

@@ -20,6 +20,7 @@ from __future__ import annotations
 import posixpath
 import time
 from collections import Counter, deque
+from dataclasses import dataclass
 from pathlib import Path
 
 from rclpy.serialization import deserialize_message, serialize_message
@@ -181,15 +182,23 @@ class DepthBagJob:
                         conns[cam.output(rel)] = writer.add_connection(
                             cam.output(rel), msgtype_of(cls), typestore=ts)
                 pending: deque = deque()   # images read, waiting for the CameraInfo look-ahead
+                started: deque = deque()   # frames handed to the engine, not yet written
+                depth = self.frames_in_flight()
+
+                def emit(st: _Started) -> None:
+                    now['t'] = st.t
+                    for rel, msg in self._finish(st):
+                        write(st.work.cam.output(rel), type(msg), msg)
 
                 def flush(before_ns: int | None) -> None:
                     while pending and (before_ns is None or pending[0][0] + lookahead_ns
                                        < before_ns):
                         t, conn, raw = pending.popleft()
-                        now['t'] = t
-                        cam_work = work[conn.topic]
-                        for rel, msg in self._frame(cam_work, conn.msgtype, raw):
-                            write(cam_work.cam.output(rel), type(msg), msg)
+                        st = self._start(work[conn.topic], conn.msgtype, raw, t)
+                        if st is not None:
+                            started.append(st)
+                        while len(started) >= depth:
+                            emit(started.popleft())
 
                 for conn, t, raw in reader.messages(connections=wanted):
                     flush(t)
@@ -198,6 +207,8 @@ class DepthBagJob:
                     if conn.topic in work:
                         pending.append((t, conn, bytes(raw)))
                 flush(None)
+                while started:
+                    emit(started.popleft())
         cams = [w.summary() for w in work.values()]
         frames_out = sum(c['frames_out'] for c in cams)
         result = {'cameras': cams, 'frames_in': sum(c['frames_in'] for c in cams),
@@ -209,34 +220,53 @@ class DepthBagJob:
                             f'{result["skipped"] or "none"}); {_hint(result["skipped"])}', result)
         return result
 
-    def _frame(self, w: _CameraWork, msgtype: str, raw: bytes):
-        """The node's `_on_image` + `process` for one image message: its output messages."""
+    def frames_in_flight(self) -> int:
+        """2 when the engine pipelines (ttnn with two command queues) and the model is metric.
+
+        Frame N+1 then goes to the engine before frame N's messages are built, so the upload
+        and the host's decoding overlap the device. Relative and NESTED outputs read the node's
+        scale state when they publish, so they keep one frame in flight (the node's order).
+        """
+        return 2 if self.engine.pipelines and self.kind == 'metric' else 1
+
+    def _start(self, w: _CameraWork, msgtype: str, raw: bytes, t: int):
+        """The node's `_on_image` + the first half of `process`: a _Started, or None (skipped)."""
         t0 = time.perf_counter()
         msg = deserialize_message(raw, message_class(msgtype))
         w.frames_in += 1
         w.stats.on_input()
         if not w.inputs.precheck(msg, 'image'):
-            return []
+            return None
         rgb = w.inputs.decode(msg, 'image')
         if rgb is None:
-            return []
+            return None
         options = depth_frame_options(self.p, self.path.is_metric)
         height, width = rgb.shape[:2]
         try:
             net = options.network_hw(width, height)
         except ValueError as exc:
             w.reject('size', str(exc))
-            return []
+            return None
         view = (w.relative.camera_view(rgb, msg.header.stamp) if w.relative is not None else
                 w.views.view(KEY, rgb, msg.header.stamp, NO_INFO_FALLBACK))
         if view is None:
-            return []
+            return None
         t1 = time.perf_counter()
         try:
             self.prepared.ensure(self.engine, net, self.log,
                                  self.path.device_resize((height, width), options))
-            frame = self.path(view.rgb, self.path.intrinsics(view.K, view.tx), options,
-                              border=view.border)
+            frame = self.path.start(view.rgb, self.path.intrinsics(view.K, view.tx), options,
+                                    border=view.border)
+        except Exception as exc:  # noqa: BLE001 - the node's worker counts it and goes on
+            w.reject('processing', f'{type(exc).__name__}: {exc}')
+            return None
+        return _Started(w, msg, t, frame, t1 - t0)
+
+    def _finish(self, st: '_Started') -> list:
+        """The second half of `process` for a started frame: its output messages."""
+        w, msg = st.work, st.msg
+        try:
+            frame = self.path.finish(st.frame)
         except Exception as exc:  # noqa: BLE001 - the node's worker counts it and goes on
             w.reject('processing', f'{type(exc).__name__}: {exc}')
             return []
@@ -250,8 +280,19 @@ class DepthBagJob:
                 return []
         else:
             msgs, published = list(metric_output_msgs(self.p, msg.header, frame)), True
-        self.stages.update({'decode': t1 - t0, **frame.timings,
+        self.stages.update({'decode': st.decode_s, **frame.timings,
                             'messages': time.perf_counter() - t2})
         if published:
             w.frames_out += 1
         return msgs
+
+
+@dataclass
+class _Started:
+    """A frame of the bag handed to the engine: its camera, message, bag time, started frame."""
+
+    work: _CameraWork
+    msg: object
+    t: int
+    frame: object            # pipelines.depth.StartedFrame
+    decode_s: float
