@@ -8,7 +8,6 @@ of the images.
 """
 from support.batch_runs import CFG, PARAMS, bag_messages
 from support.ttnn_standin import queues
-
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.tools.bag import sample as sample_bag
 from tt_depth_ros.tools.batch.depth_bag import DepthBagJob, NodeLogger, bag_cameras
