@@ -47,11 +47,14 @@ class TtRoPE:
         self.ctx, self.rmat, self.cos, self.sin = ctx, rmat, cos, sin
 
     def __call__(self, t):
+        """Rotated t, where the preset keeps q/k (L1 under 'fast', else DRAM)."""
         ttnn = self.ctx.ttnn
-        r = ttnn.matmul(t, self.rmat, compute_kernel_config=self.ctx.matmul_config())
-        a = ttnn.multiply(t, self.cos)
-        b = ttnn.multiply(r, self.sin)
-        out = ttnn.add(a, b)
+        mem = self.ctx.precision.inner_memory(ttnn) or ttnn.DRAM_MEMORY_CONFIG
+        r = ttnn.matmul(t, self.rmat, compute_kernel_config=self.ctx.matmul_config(),
+                        memory_config=mem)
+        a = ttnn.multiply(t, self.cos, memory_config=mem)
+        b = ttnn.multiply(r, self.sin, memory_config=mem)
+        out = ttnn.add(a, b, memory_config=mem)
         for x in (t, r, a, b):
             ttnn.deallocate(x)
         return out
