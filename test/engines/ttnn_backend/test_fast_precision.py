@@ -83,7 +83,7 @@ def test_fast_preset_per_family_and_program_configs_from_tile_counts(ttnn):
         assert p.weights_dtype(ttnn, 'folded', 'fc2') != ttnn.bfloat8_b
         assert p.weights_dtype(ttnn, 'head') != ttnn.bfloat8_b
         assert p.matmul_setting('fc1') == ('HiFi2', True)
-        assert p.matmul_setting('sdpa') == ('HiFi4' if p is da3 else 'HiFi2', True)
+        assert p.matmul_setting('sdpa') == ('HiFi2', True)
         assert p.matmul_setting(None) == ('HiFi4', True)               # head, convs, norms
         assert p.program_configs and p.l1_inner
     assert da3.matmul_setting('qkv') == ('HiFi4', True) and du.matmul_setting('qkv')[0] == 'HiFi2'
