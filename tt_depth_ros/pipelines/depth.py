@@ -200,6 +200,7 @@ class StartedFrame:
     intrinsics: FrameIntrinsics
     options: FrameOptions
     border: Optional[Rectifier]
+    net_hw: tuple[int, int]            # the network grid (H, W) the engine ran at
     img_net: Optional[np.ndarray]      # the host-resized network image (None: resized on device)
     ticket: Any                        # engines.base.Ticket
     timings: dict
@@ -286,7 +287,7 @@ class DA3FramePath:
             img_net = resize_to_network(rgb, (net_h, net_w), options.process_res)
             t1 = time.perf_counter()
             ticket = self.engine.submit(img_net)
-        return StartedFrame(rgb, intrinsics, options, border, img_net, ticket,
+        return StartedFrame(rgb, intrinsics, options, border, (net_h, net_w), img_net, ticket,
                             {'resize': t1 - t0, 'infer': time.perf_counter() - t1})
 
     def finish(self, started: StartedFrame) -> DepthFrame:
@@ -298,7 +299,7 @@ class DA3FramePath:
         out = self.engine.collect(started.ticket)
         t2 = time.perf_counter()
         height, width = rgb.shape[:2]
-        net_h, net_w = options.network_hw(width, height)
+        net_h, net_w = started.net_hw
         to_camera = options.output == 'camera'
         cam_wh, net_wh = (width, height), (net_w, net_h)
         K_est_net = out.get('intrinsics')

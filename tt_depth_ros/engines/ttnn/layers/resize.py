@@ -49,16 +49,11 @@ class TtResize:
         (self.h, self.w), (self.ho, self.wo), self.c = in_hw, out_hw, channels
         ah = interp_matrix(in_hw[0], scaled_hw[0], out_hw[0])           # (Ho, H)
         aw = interp_matrix(in_hw[1], scaled_hw[1], out_hw[1])           # (Wo, W)
-        if ctx.precision.act(ctx.ttnn, 'head') == ctx.ttnn.float32:     # module docstring
-            f32 = ctx.ttnn.float32
-            self.ah = [upload(ctx, ah[None, None], dtype=f32)]
-            self.aw_t = [upload(ctx, aw.t().contiguous(), dtype=f32)]       # (W, Wo)
-        elif not ctx.precision.resize_hi_lo:                             # one bf16 matrix
-            self.ah = [upload(ctx, ah[None, None])]
-            self.aw_t = [upload(ctx, aw.t().contiguous())]
-        else:
-            self.ah = [upload(ctx, m[None, None]) for m in split_bf16(ah)]
-            self.aw_t = [upload(ctx, m.t().contiguous()) for m in split_bf16(aw)]
+        head = ctx.precision.act(ctx.ttnn, 'head')                     # module docstring
+        one = head == ctx.ttnn.float32 or not ctx.precision.resize_hi_lo
+        parts = (lambda a: [a]) if one else split_bf16                   # the matrix, or hi + lo
+        self.ah = [upload(ctx, m[None, None], dtype=head) for m in parts(ah)]
+        self.aw_t = [upload(ctx, m.t().contiguous(), dtype=head) for m in parts(aw)]  # (W, Wo)
 
     def __call__(self, x):
         ttnn = self.ctx.ttnn
