@@ -26,6 +26,13 @@ unset PYTHONDONTWRITEBYTECODE
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 logs="$(mktemp -d "${TMPDIR:-/tmp}/tt_depth_ros_tests.XXXXXX")"
 trap 'rm -rf "$logs"' EXIT
+# At their peak the tests hold about 5 GB in the temp dir (two full-size checkpoints, two full-size
+# dry-run weight caches) besides the ~5 GB of venvs; a full disk fails every test after it.
+free_gb="$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR==2 {printf "%d", $4 / 1048576}')"
+echo "== free disk in ${TMPDIR:-/tmp}: ${free_gb} GB"
+if (( free_gb < 8 )); then
+  echo "!!! less than 8 GB free: the full-size tests may fill the disk"
+fi
 
 # The ttnn conformance check and the real-library dry run (test/ttnn_dryrun: the engine on a mock
 # p150 through the real ttnn 0.81.1 wheel, cp312 only) share one cached side virtualenv (ttnn +

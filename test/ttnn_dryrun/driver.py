@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -95,6 +96,7 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
     if op_records:
         env['TT_DRYRUN_OP_RECORDS'] = '1'
     py = environment.ensure_dryrun_venv()
+    cache_before = os.environ.get('TT_DEPTH_ROS_TTNN_CACHE')
     os.environ['TT_DEPTH_ROS_TTNN_CACHE'] = str(work / 'weight_cache')
     t_start = time.perf_counter()
     bridge = Bridge(str(py), env, work / 'real_ttnn.log')
@@ -176,6 +178,7 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
             rep = {'records': [], 'report_error': str(e)}
         bridge.close()
         sys.modules.pop('ttnn', None)
+        restore_env('TT_DEPTH_ROS_TTNN_CACHE', cache_before)
     result.update(rep)
     if command_queues == 2:
         result['skipped_wait_for_event'] = len(skipped_waits)
@@ -187,7 +190,32 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
                 'ETH' in rec['error'] + json.dumps(rec['kwargs']):
             rec['kind'] = 'expected'
     result['problems'] = problems(result)
+    clean_work_dir(work, keep_log=bool(result['problems']))
+    if result['problems']:
+        result['log'] = str(work / 'real_ttnn.log')
     return result
+
+
+def restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def clean_work_dir(work: Path, keep_log: bool) -> None:
+    """Remove the run's scratch: a full-size weight cache is over 1 GB per run.
+
+    The real library's log stays when something was rejected, for the report's reader.
+    """
+    if not keep_log:
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    for child in work.iterdir():
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        elif child.name != 'real_ttnn.log':
+            child.unlink()
 
 
 def problems(result: dict) -> list[str]:
@@ -229,6 +257,8 @@ def main() -> int:
     print(json.dumps(summary, indent=1))
     for p in r['problems']:
         print('PROBLEM', p)
+    if 'log' in r:
+        print('the real library\'s log:', r['log'])
     if 'traceback' in r:
         print(r['traceback'])
     return 1 if r['problems'] else 0
