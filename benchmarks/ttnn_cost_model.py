@@ -9,9 +9,11 @@ per-group ideal and calibrated times.
 The model (tt-metal's own op performance-model formulas where they exist):
 - matmul / SDPA / conv: cycles = 2*M*K*N / (cores * 4096) * fidelity passes (LoFi 1, HiFi2 2,
   HiFi3 3, HiFi4 4); M, K, N from the tile-padded shapes the hardware computes on, the work split
-  over the recorded compute grid in whole tiles (compute_cycles: the busiest core decides).
+  over the recorded compute grid in whole tiles (compute_cycles: the busiest core decides; SDPA
+  split over batch, heads and q chunks the way its program factory splits it).
 - DRAM: every DRAM tensor an op reads or writes moves once, at 512 GB/s, capped by what the op's
-  cores can move over the NoC (NOC_BYTES_PER_CYCLE each): one core cannot saturate DRAM.
+  cores can move over the NoC (NOC_BYTES_PER_CYCLE each): one core cannot saturate DRAM. SDPA's
+  K and V move once per q chunk and its mask once per head (its reader's loops).
 - L1 (sharded or L1-interleaved tensors): L1_BYTES_PER_CYCLE per core of the op.
 - Every other op (eltwise, norm, softmax, data movement) is bound by those bytes alone.
 - An op's ideal time is the largest of its compute, DRAM and L1 times (that is what bounds it).
@@ -188,10 +190,9 @@ def compute_cycles(rec: dict, grid_cores: int) -> tuple[float, int]:
     if kind == 'sdpa':
         q, k = _dims(rec['inputs'][0]), _dims(rec['inputs'][1])
         qc, kc = rec.get('chunks') or (32, 32)
-        units = math.prod(q[:-2]) * -(-q[-2] // qc)
+        busy, used = sdpa_split(q, qc, cores)
         sk = -(-k[-2] // kc) * kc
-        busy = -(-units // cores)
-        return busy * 4.0 * qc * sk * q[-1] / MULADDS_PER_CYCLE_LOFI, min(units, cores)
+        return busy * 4.0 * qc * sk * q[-1] / MULADDS_PER_CYCLE_LOFI, used
     out = _dims(rec['outputs'][0])
     kt = _tiles(flops / (2.0 * math.prod(out)))       # K in tiles (from 2*M*K*N)
     mt, nt = _tiles(math.prod(out[:-1])), _tiles(out[-1])
@@ -204,13 +205,46 @@ def compute_cycles(rec: dict, grid_cores: int) -> tuple[float, int]:
     return busy * kt * TILE_CYCLES_LOFI, min(units, cores)
 
 
+def sdpa_split(q: list[int], q_chunk: int, cores: int) -> tuple[int, int]:
+    """(q chunks of the busiest core, cores used) as the library's SDPA program splits its work.
+
+    tt-metal's sdpa_program_factory parallelises batch first, then heads, then q chunks:
+    batch factor min(B, cores), head factor min(cores / that, heads), q factor min(cores / both,
+    q chunks), each core taking the ceiling of its share (16 heads on 110 cores: 96 cores busy).
+    """
+    b, heads = math.prod(q[:-3]) if len(q) > 3 else 1, q[-3] if len(q) > 2 else 1
+    chunks = -(-q[-2] // q_chunk)
+    bf = min(b, cores)
+    hf = min(cores // bf, heads)
+    qf = min(cores // (bf * hf), chunks)
+    return -(-b // bf) * -(-heads // hf) * -(-chunks // qf), bf * hf * qf
+
+
+def sdpa_reads(rec: dict) -> dict[int, float]:
+    """How many times SDPA's reader moves each input (by position), from its loop structure.
+
+    For every head and q chunk the reader streams the head's whole K and V, chunk by chunk, and
+    with a mask the mask rows of that q chunk (once per head even when the mask broadcasts over
+    heads): K and V move once per q chunk, the mask once per head and batch.
+    """
+    q = _dims(rec['inputs'][0])
+    qc = (rec.get('chunks') or (32, 32))[0]
+    chunks = -(-q[-2] // qc)
+    reads = {1: float(chunks), 2: float(chunks)}
+    if len(rec['inputs']) > 3:
+        mask = _dims(rec['inputs'][3])
+        reads[3] = math.prod(q[:-2]) / max(1, math.prod(mask[:-2]))
+    return reads
+
+
 def moved_tensors(rec: dict) -> list[tuple[dict, float]]:
     """(tensor, fraction of its bytes the op moves) for every tensor of a record.
 
     Every tensor once, whole (an output that is also an input, written in place, once), except
     for slices: a slice reads only its output's worth of its input, a slice-write (the
     DRAM-sliced conv path) writes only its input's worth into a larger output, so the larger
-    side counts only as much as the smaller one holds.
+    side counts only as much as the smaller one holds; and SDPA, whose K, V and mask move as
+    often as its reader streams them (sdpa_reads).
     """
     outs = list(rec['outputs'])
     out_ids = {t.get('id') for t in outs} - {None}
@@ -218,6 +252,10 @@ def moved_tensors(rec: dict) -> list[tuple[dict, float]]:
     if rec.get('weight'):
         ins.append(rec['weight'])
     pairs = [(t, 1.0) for t in ins + outs]
+    if op_kind(rec['device_op']) == 'sdpa':
+        reads = sdpa_reads(rec)
+        pairs = [(t, reads.get(i, 1.0)) for i, t in enumerate(rec['inputs'])] + \
+            [(t, 1.0) for t in outs]
     if 'slice' in rec['device_op'].lower() and ins and outs:
         b_in = sum(tensor_bytes(t) for t in ins)
         b_out = sum(tensor_bytes(t) for t in outs)

@@ -80,6 +80,20 @@ def test_sdpa_and_groups():
            'stack': ['tt_depth_ros/engines/ttnn/layers/attention.py:9 (__call__)']}
     c = cost.op_cost(rec, 110)
     assert c.flops == 4 * 16 * 1376 * 1376 * 64 and c.group == 'attention'
+    # the library splits heads first: 16 heads x 6 q slices on 110 cores; 43 chunks of 32 rows
+    # -> 8 on the busiest core, 96 cores busy
+    grid = dict(rec, grid=[11, 10], chunks=[32, 32])
+    cycles, used = cost.compute_cycles(grid, 110)
+    assert used == 96 and math.isclose(cycles, 8 * 4 * 32 * 1376 * 64 / 4096)
+    # every q chunk streams its head's K and V again; a head-broadcast mask moves once per head
+    mask = t((1, 1, 1376, 1376))
+    dram = cost.op_cost(dict(grid, inputs=[q, q, q, mask]), 110)
+    head = 1376 * 64 * 2
+    assert math.isclose(dram.dram_bytes, 16 * head * (1 + 43 + 43 + 1) + 16 * 1376 ** 2 * 2)
+    assert dram.bound == 'DRAM'
+    big = cost.op_cost(dict(grid, chunks=[256, 256], inputs=[t((1, 16, 768, 64))] * 3,
+                            outputs=[t((1, 16, 768, 64))]), 110)
+    assert big.cores == 48                              # 3 chunks x 16 heads: the old DUSt3R rule
     assert cost.group_of({'device_op': 'LayerNormDeviceOperation', 'stack': []}) == 'norm'
     assert cost.group_of({'device_op': 'PermuteDeviceOperation', 'stack': []}) == \
         'data movement'

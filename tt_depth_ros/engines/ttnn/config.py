@@ -2,8 +2,10 @@
 
 Token rows are padded to a tile multiple (32) so every matmul/SDPA contracts over aligned dims;
 padded keys are masked with an additive -1e9 (SDPA masking of a non-aligned logical length is
-unverified on hardware, docs/ttnn.md §5). SDPA chunks are the largest of 256/128/64/32 that divide
-the padded length (ttnn requires chunk | length); the SDPA grid is the whole compute grid.
+unverified on hardware, docs/ttnn.md §5). SDPA chunks divide the padded length (ttnn requires
+chunk | length): the K chunk is the largest of 256/128/64/32, the Q chunk per head count the one
+that leaves the busiest core the fewest query rows (sdpa_q_chunk); the SDPA grid is the whole
+compute grid.
 The ViT linears of a preset with program configs (precision 'fast') get a 2D-multicast matmul
 config sized from their tile counts (linear_program_config); the real library's validation and
 circular-buffer checks in the dry run (test/ttnn_dryrun) are the judge of what fits.
@@ -29,13 +31,16 @@ class ShapeConfig:
     grid_w: int            # patch cols
     tokens: int            # real tokens (patches + prefix)
     seq: int               # tokens padded to a tile multiple
-    q_chunk: int
     k_chunk: int
     core_grid: tuple[int, int]
 
     @property
     def masked(self) -> bool:
         return self.seq != self.tokens
+
+    def q_chunk(self, heads: int, batch: int = 1) -> int:
+        """SDPA's Q chunk for an attention of `heads` heads over this sequence."""
+        return sdpa_q_chunk(self.seq, heads, batch, self.core_grid[0] * self.core_grid[1])
 
 
 def shape_config(height: int, width: int, patch: int, prefix_tokens: int,
@@ -55,8 +60,31 @@ def shape_config(height: int, width: int, patch: int, prefix_tokens: int,
     gh, gw = height // patch, width // patch
     tokens = gh * gw + prefix_tokens
     seq = pad_to(tokens)                      # e.g. 721 -> 736 (280x504), 1370 -> 1376 (518^2)
-    chunk = next(c for c in (256, 128, 64, 32) if seq % c == 0)
-    return ShapeConfig(height, width, gh, gw, tokens, seq, chunk, chunk, core_grid)
+    chunk = next(c for c in SDPA_CHUNKS if seq % c == 0)
+    return ShapeConfig(height, width, gh, gw, tokens, seq, chunk, core_grid)
+
+
+SDPA_CHUNKS = (256, 128, 64, 32)
+
+
+def sdpa_q_chunk(seq: int, heads: int, batch: int, cores: int) -> int:
+    """The Q chunk that leaves SDPA's busiest core the fewest query rows; the larger on a tie.
+
+    The library's SDPA program splits batch first, then heads, then Q chunks over the cores, each
+    core taking the ceiling of its share. With one chunk size for every sequence, 16 heads of 768
+    tokens in 256-row chunks keep 48 of 110 cores busy with 256 rows each; 128-row chunks give 96
+    cores 128 rows. Every chunk streams its head's whole K and V again, so on a tie the larger
+    chunk moves less.
+    """
+    def busiest_rows(chunk: int) -> int:
+        chunks = seq // chunk
+        bf = min(batch, cores)
+        hf = min(cores // bf, heads)
+        qf = min(cores // (bf * hf), chunks)
+        return -(-batch // bf) * -(-heads // hf) * -(-chunks // qf) * chunk
+
+    fits = [c for c in SDPA_CHUNKS if seq % c == 0]
+    return min(fits, key=lambda c: (busiest_rows(c), -c))
 
 
 def _largest_divisor(n: int, limit: int) -> int:

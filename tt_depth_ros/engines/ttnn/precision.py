@@ -56,7 +56,7 @@ FAST_ROLES_DUST3R = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True),
 PRESETS = {
     # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights
     #        [, per-role matmul settings, bf16 weight groups, program configs, L1 inner,
-    #        L1 residual, bf16 head resizes as hi + lo])
+    #        L1 residual, bf16 head resizes as hi + lo, SDPA mask])
     'bfloat16': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
     'bfloat16-hifi2': ('bfloat16', 'HiFi2', True, _BF16, _BF16, _BF16, ()),
     'bfloat8_b': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
@@ -68,9 +68,11 @@ PRESETS = {
     'float32': ('float32', 'HiFi4', True, _F32, _F32, _F32, ('all',)),
     # The speed design (README "ttnn speed design"): ViT linears with program configs (GELU
     # fused), q/k/v, heads, MLP hidden and the residual stream in L1, fc1 and SDPA at HiFi2;
-    # the residual stream and the DPT head stay float32 (bf16 there misses the DA3 gate).
+    # the residual stream and the DPT head stay float32 (bf16 there misses the DA3 gate). The
+    # SDPA mask in bfloat8_b: SDPA reads it once per head (16 x 3.8 MB per DA3-L 518x518 call in
+    # bf16), and its 0 and -1e9 survive the shared exponent (0 stays exactly 0).
     'fast': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
-             FAST_ROLES_DA3, (), True, True, True),
+             FAST_ROLES_DA3, (), True, True, True, True, 'bfloat8_b'),
 }
 
 # A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16
@@ -78,7 +80,7 @@ PRESETS = {
 # and its head resizes take one bf16 matrix per side (pts3d 0.99593 vs 0.99578 with hi + lo).
 FAMILY_PRESETS = {'dust3r': {
     'fast': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES_DUST3R, (), True,
-             True, True, False),
+             True, True, False, 'bfloat8_b'),
 }}
 
 DEFAULTS = {'da3': 'float32-residual-head', 'dust3r': 'bfloat16'}
@@ -103,6 +105,7 @@ class Precision:
     l1_inner: bool = False         # q|k|v, heads, SDPA output and MLP hidden in L1 (interleaved)
     l1_residual: bool = False      # the encoder's residual stream and LayerNorm outputs in L1
     resize_hi_lo: bool = True      # a bf16 head's resizes as bf16 hi + lo matrices (resize.py)
+    mask: str = _BF16              # the SDPA key mask (0 / -1e9: exact in bfloat8_b too)
 
     def __post_init__(self):
         bad = [r[0] for r in self.roles if r[0] not in ROLES or len(r) not in (3, 4)]
@@ -130,7 +133,7 @@ class Precision:
         return ttnn.float32 if w == ttnn.float32 else ttnn.bfloat16
 
     def act(self, ttnn, where: str):
-        """Activation dtype of 'residual', 'head' or 'inner'."""
+        """Dtype of 'residual', 'head', 'inner' activations or of the SDPA 'mask'."""
         return getattr(ttnn, getattr(self, where))
 
     def matmul_setting(self, role: str | None = None) -> tuple[str, bool]:

@@ -1,7 +1,7 @@
 """Per-shape attention constants: the additive key mask over padded tokens and the SDPA config."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -14,21 +14,28 @@ MASK_VALUE = -1e9   # added to scores of padded keys; exp underflows to exactly 
 @dataclass
 class AttentionState:
     attn_mask: Any
-    sdpa_config: Any
+    sc: Any                # the shape's ShapeConfig: SDPA chunks per head count
+    ttnn: Any
     rows: int = 0          # token rows of the activations (padded to a tile multiple)
+    _configs: dict = field(default_factory=dict)
+
+    def sdpa_config(self, heads: int):
+        """SDPA program config of an attention with `heads` heads (host object, cached)."""
+        if heads not in self._configs:
+            grid = self.ttnn.CoreCoord(self.sc.core_grid[0], self.sc.core_grid[1])
+            self._configs[heads] = self.ttnn.SDPAProgramConfig(
+                compute_with_storage_grid_size=grid, q_chunk_size=self.sc.q_chunk(heads),
+                k_chunk_size=self.sc.k_chunk)
+        return self._configs[heads]
 
 
 def attention_state(ctx, sc) -> AttentionState:
-    ttnn = ctx.ttnn
     mask = None
     if sc.masked:
         m = torch.zeros(1, 1, sc.seq, sc.seq)
         m[..., sc.tokens:] = MASK_VALUE
-        mask = upload(ctx, m)
-    grid = ttnn.CoreCoord(sc.core_grid[0], sc.core_grid[1])
-    cfg = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=grid,
-                                 q_chunk_size=sc.q_chunk, k_chunk_size=sc.k_chunk)
-    return AttentionState(mask, cfg, sc.seq)
+        mask = upload(ctx, m, ctx.precision.act(ctx.ttnn, 'mask'))
+    return AttentionState(mask, sc, ctx.ttnn, sc.seq)
 
 
 def release_attention_state(ctx, st: AttentionState) -> None:

@@ -101,7 +101,7 @@ class TtAttention:
             q, k = rope(q), rope(k)
         o = ttnn.transformer.scaled_dot_product_attention(
             q, k, v, attn_mask=shape_state.attn_mask, is_causal=False, scale=self.dh ** -0.5,
-            program_config=shape_state.sdpa_config, memory_config=mem,
+            program_config=shape_state.sdpa_config(self.heads), memory_config=mem,
             compute_kernel_config=self.ctx.matmul_config('sdpa'))
         for t in (q, k, v):
             ttnn.deallocate(t)
