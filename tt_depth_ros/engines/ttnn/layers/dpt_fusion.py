@@ -3,6 +3,11 @@
 RCU(x) = x + conv2(relu(conv1(relu(x)))) with conv1's ReLU fused; a fusion block adds RCU1(skip),
 applies RCU2, resizes (bilinear, align_corners=True, per-shape TtResize) and applies out_conv
 (1x1 = linear). Feature maps are flattened NHWC (1, 1, H*W, C).
+
+out_conv runs BEFORE the resize, on a quarter of the pixels: a 1x1 conv mixes channels per pixel
+and the resize mixes pixels per channel with weights that sum to 1 in every output pixel, so
+resize(W y + b) = W resize(y) + b, the same sums in another order. It saves 3/4 of out_conv's
+MACs and of its DRAM traffic at the resolution where the head is largest.
 """
 from __future__ import annotations
 
@@ -53,9 +58,9 @@ class TtFeatureFusionBlock:
             ttnn.deallocate(x2)
         else:
             y = self.rcu2(x, hw)
-        z = resize(y)
+        z = self.out_conv(y)                      # before the resize: module docstring
         ttnn.deallocate(y)
-        out = self.out_conv(z)
+        out = resize(z)
         ttnn.deallocate(z)
         return out
 
