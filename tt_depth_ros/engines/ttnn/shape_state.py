@@ -16,7 +16,8 @@ class AttentionState:
     attn_mask: Any
     sc: Any                # the shape's ShapeConfig: SDPA chunks per head count
     ttnn: Any
-    rows: int = 0          # token rows of the activations (padded to a tile multiple)
+    rows: int = 0          # token rows of the activations, all images of the batch together
+    batch: int = 1         # images per attention call (DUSt3R's encoder: both views)
     _configs: dict = field(default_factory=dict)
 
     def sdpa_config(self, heads: int):
@@ -24,18 +25,19 @@ class AttentionState:
         if heads not in self._configs:
             grid = self.ttnn.CoreCoord(self.sc.core_grid[0], self.sc.core_grid[1])
             self._configs[heads] = self.ttnn.SDPAProgramConfig(
-                compute_with_storage_grid_size=grid, q_chunk_size=self.sc.q_chunk(heads),
-                k_chunk_size=self.sc.k_chunk)
+                compute_with_storage_grid_size=grid,
+                q_chunk_size=self.sc.q_chunk(heads, self.batch), k_chunk_size=self.sc.k_chunk)
         return self._configs[heads]
 
 
-def attention_state(ctx, sc) -> AttentionState:
+def attention_state(ctx, sc, batch: int = 1) -> AttentionState:
+    """Mask and SDPA configs of attention over `batch` images of shape `sc` at once."""
     mask = None
     if sc.masked:
-        m = torch.zeros(1, 1, sc.seq, sc.seq)
+        m = torch.zeros(batch, 1, sc.seq, sc.seq)
         m[..., sc.tokens:] = MASK_VALUE
         mask = upload(ctx, m, ctx.precision.act(ctx.ttnn, 'mask'))
-    return AttentionState(mask, sc, ctx.ttnn, sc.seq)
+    return AttentionState(mask, sc, ctx.ttnn, batch * sc.seq, batch)
 
 
 def release_attention_state(ctx, st: AttentionState) -> None:

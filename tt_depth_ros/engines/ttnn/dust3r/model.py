@@ -1,8 +1,11 @@
 """DUSt3R on device: encoder, lockstep decoders, two DPT heads (torch `models/dust3r/model.py`).
 
-Normalisation (x/255 - 0.5)/0.5 is folded into the patch-embed conv. Each view is encoded
-separately (same weights; numerically the batch-2 pass). Output per pair: one (1, 1, 2*H*W, 8)
-float32 tensor, view 1 rows then view 2 rows, each [pts xyz, conf, raw 0..3] — one readback.
+Normalisation (x/255 - 0.5)/0.5 is folded into the patch-embed conv. Both views go through the
+encoder as one batch of 2 (the same weights; torch runs it so too): every linear multiplies
+2 x seq rows at once, which fills the core grid better than two calls of seq rows (768 tokens =
+24 tile rows on 10 core rows: 3 per core for 2.4 of work; 48 rows: 5 for 4.8). The decoders have
+a weight set per view and stay per view. Output per pair: one (1, 1, 2*H*W, 8) float32 tensor,
+view 1 rows then view 2 rows, each [pts xyz, conf, raw 0..3] — one readback.
 """
 from __future__ import annotations
 
@@ -57,13 +60,13 @@ class TtDust3r:
         """Upper bound on device programs per traced forward (trace region sizing).
 
         Counted by the real ttnn 0.81.1 in the dry run (test/ttnn_dryrun, 11x10 grid): tiny
-        (2 encoder, 12 decoder blocks) 1,601/1,423/1,479 at 80x112/384x512/512x384, Large (24,
-        12) 2,343 at 384x512: ~38 per encoder layer (two views), ~80 per decoder layer (two
-        branches), the two DPT heads ~400-600 (several programs per conv; the masked 80x112
-        grid adds slices). Bound: 40 per encoder + 100 per decoder layer + 600 (tiny 1,880,
-        Large 2,760). test_ttnn_dryrun checks it against every count.
+        (2 encoder, 12 decoder blocks) 1,482/1,308/1,364 at 80x112/384x512/512x384, Large (24,
+        12) 1,776 at 384x512 ('fast'): ~19 per encoder layer (both views in one batch), ~80
+        per decoder layer (two branches), the two DPT heads ~400-600 (several programs per conv;
+        the masked 80x112 grid adds slices). Bound: 20 per encoder + 100 per decoder layer + 600
+        (tiny 1,840, Large 2,280). test_ttnn_dryrun checks it against every count.
         """
-        return 40 * cfg.enc_depth + 100 * cfg.dec_depth + 600
+        return 20 * cfg.enc_depth + 100 * cfg.dec_depth + 600
 
     def _rope(self, sc, dim: int, heads: int):
         dh = dim // heads
@@ -75,6 +78,7 @@ class TtDust3r:
     def build_shape(self, sc) -> dict:
         cfg = self.cfg
         st = {'attn': attention_state(self.ctx, sc),
+              'attn_enc': attention_state(self.ctx, sc, batch=self.num_views),
               'rope_enc': self._rope(sc, cfg.enc_embed_dim, cfg.enc_num_heads),
               'rope_dec': self._rope(sc, cfg.dec_embed_dim, cfg.dec_num_heads)}
         st.update(self.head1.shape_constants(sc))      # shared by both heads (same config)
@@ -100,30 +104,43 @@ class TtDust3r:
         ttnn.deallocate(s, force=False)   # out is a view on s's buffer (common.py)
         return out
 
-    def _encode(self, inp, sc, st):
+    def _embed(self, inp, sc, st):
+        """One view's image -> (1, 1, seq, d) patch tokens, zero rows padding them."""
         ttnn = self.ctx.ttnn
-        d, n = self.cfg.enc_embed_dim, sc.grid_h * sc.grid_w
+        n = sc.grid_h * sc.grid_w
         img = image_to_tile(self.ctx, inp)
         p = self.patch_embed(img, (sc.height, sc.width))                # (1, 1, n, d)
         ttnn.deallocate(img)
         if sc.seq != n:
-            z = st['pad_rows_enc']
-            q = ttnn.concat([p, z], dim=2)
+            q = ttnn.concat([p, st['pad_rows_enc']], dim=2)
             ttnn.deallocate(p)
             p = q
-        x = ttnn.reshape(p, (1, sc.seq, d))
-        ttnn.deallocate(p, force=False)
+        return p
+
+    def _encode(self, inputs, sc, st):
+        """Both views through the encoder as one batch -> (f1, f2), each (1, seq, d)."""
+        ttnn = self.ctx.ttnn
+        d, seq = self.cfg.enc_embed_dim, sc.seq
+        p = [self._embed(inp, sc, st) for inp in inputs]
+        both = ttnn.concat(p, dim=0)                                    # (2, 1, seq, d)
+        for t in p:
+            ttnn.deallocate(t)
+        x = ttnn.reshape(both, (self.num_views, seq, d))
+        ttnn.deallocate(both, force=False)
         for blk in self.enc:
-            nx = blk(x, st['attn'], st['rope_enc'])
+            nx = blk(x, st['attn_enc'], st['rope_enc'])
             ttnn.deallocate(x)
             x = nx
         f = self.enc_norm(x)
         ttnn.deallocate(x)
-        return f
+        views = [ttnn.slice(f, [i, 0, 0], [i + 1, seq, d], [1, 1, 1])
+                 for i in range(self.num_views)]
+        ttnn.deallocate(f)
+        return views
 
     def forward(self, sc, st, inputs):
         ttnn = self.ctx.ttnn
-        f1, f2 = self._encode(inputs[0], sc, st), self._encode(inputs[1], sc, st)
+        f1, f2 = self._encode(inputs, sc, st)
         taps1, taps2 = [self._tokens(f1, sc, self.cfg.enc_embed_dim)], \
             [self._tokens(f2, sc, self.cfg.enc_embed_dim)]
         x1, x2 = self.dec_embed(f1), self.dec_embed(f2)
@@ -164,6 +181,7 @@ class TtDust3r:
     def release_shape(self, st) -> None:
         ttnn = self.ctx.ttnn
         release_attention_state(self.ctx, st['attn'])
+        release_attention_state(self.ctx, st['attn_enc'])
         for k in ('rope_enc', 'rope_dec'):
             r = st[k]
             for t in (r.rmat, r.cos, r.sin):
