@@ -11,7 +11,8 @@ Run: `.venv/bin/python test/ttnn_conformance/check.py` (also run by test_ttnn_co
    and split-heads transpose_key=True bite in tests as on hardware), real required parameters
    required, no parameter the real one lacks.
 4. Host conversions (bf16 ROW_MAJOR/TILE, bfloat8_b TILE with pad 0 and pad 1000 — the pad value
-   enters the shared exponents, so this checks which lanes are padding — uint8 TILE, padded
+   enters the shared exponents, so this checks which lanes are padding — bfloat4_b TILE (the
+   fast presets' SDPA mask), uint8 TILE, padded
    shapes): real package under a mock p150 cluster descriptor vs the stand-in, bit for bit, on
    synthetic arrays (ties, a 2^+-29 dynamic range, odd shapes) and on the ViT-block weights as
    the engine uploads them (engine_weight_inputs: what the bfloat8_b presets store as bfloat8_b).
@@ -251,6 +252,9 @@ def conversion_inputs() -> dict:
             np.float32),
         'ties': (np.arange(-100, 100, dtype=np.float32).reshape(8, 25) / 8.0 + 0.5),
         'vector_row': rs.randn(1, 1, 1, 100).astype(np.float32),
+        # an SDPA key mask (shape_state.py): 0 and -1e9, which the fast presets store as a block
+        # float
+        'sdpa_mask': np.where(rs.rand(64, 96) > 0.7, -1e9, 0.0).astype(np.float32),
     }
 
 
@@ -297,6 +301,7 @@ def check_host_conversions(py: Path, standin) -> list[str]:
                  'bf16_tile': (standin.bfloat16, standin.TILE_LAYOUT, None, a),
                  'bf8_tile': (standin.bfloat8_b, standin.TILE_LAYOUT, None, a),
                  'bf8_tile_pad1000': (standin.bfloat8_b, standin.TILE_LAYOUT, 1000.0, a),
+                 'bf4_tile': (standin.bfloat4_b, standin.TILE_LAYOUT, None, a),
                  'u8_tile': (standin.uint8, standin.TILE_LAYOUT, None,
                              np.clip(np.abs(a) * 40, 0, 255).astype(np.uint8))}
         for tag, (dtype, layout, pad, src_arr) in cases.items():

@@ -143,7 +143,8 @@ def convert(in_path, out_path):
                 ('bf16_rm', ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT, None),
                 ('bf16_tile', ttnn.bfloat16, ttnn.TILE_LAYOUT, None),
                 ('bf8_tile', ttnn.bfloat8_b, ttnn.TILE_LAYOUT, None),
-                ('bf8_tile_pad1000', ttnn.bfloat8_b, ttnn.TILE_LAYOUT, 1000.0)):
+                ('bf8_tile_pad1000', ttnn.bfloat8_b, ttnn.TILE_LAYOUT, 1000.0),
+                ('bf4_tile', ttnn.bfloat4_b, ttnn.TILE_LAYOUT, None)):
             t = ttnn.Tensor(tensor=a, data_type=dtype, layout=layout, pad_value=pad)
             out[f'{key}.{tag}'] = np.asarray(t.to_list(), dtype=np.float32).reshape(a.shape)
             out[f'{key}.{tag}.padded'] = np.asarray(list(t.padded_shape), dtype=np.int64)

@@ -65,13 +65,17 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
         assert live <= rep['max_traced_shapes']
 
 
+@pytest.mark.parametrize('dtype', [None, 'fast'])     # the family default; the speed design
 @pytest.mark.parametrize('model,views,cameras', [
     ('da3-tiny', 1, ('480x640', '720x1280')),     # 640x480: one resize step; 1280x720: two
     ('dust3r-tiny', 2, ())])
 def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
-                                                               views, cameras):
-    rep = run_driver(tmp_path, model, cameras=cameras)
+                                                               views, cameras, dtype):
+    rep = run_driver(tmp_path, model, cameras=cameras,
+                     extra=() if dtype is None else ('--dtype', dtype))
     check_report(rep, views)
+    if dtype is not None:
+        assert rep['engine_info']['precision'] == dtype
     assert sorted(rep.get('camera_network', {})) == sorted(cameras)
     print({t['phase']: t['programs'] for t in rep['traces']}, rep['peak_bytes'])
 

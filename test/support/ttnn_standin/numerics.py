@@ -51,18 +51,28 @@ def round_bf16(x: torch.Tensor) -> torch.Tensor:
 def quantize_bfp8(x: torch.Tensor) -> torch.Tensor:
     """Quantise a tile-padded float32 tensor to bfloat8_b values (returned as float32).
 
+    quantize_bfp with 7 mantissa bits (below).
+    """
+    return quantize_bfp(x, 7)
+
+
+def quantize_bfp(x: torch.Tensor, width: int) -> torch.Tensor:
+    """Quantise a tile-padded float32 tensor to a block float: bfloat8_b (width 7), bfloat4_b (3).
+
     Every 16 consecutive values along the last dim (one 16-wide face row; rows of a 32x32 tile
     hold two) share the exponent e = the largest biased exponent among them. As tt-metal's host
     packer does (`convert_u32_to_bfp`): each value's 24-bit significand (hidden bit set) is
     shifted right by e - its own exponent, TRUNCATING the bits shifted out, and the remaining
-    24-bit value is rounded to 7 bits, ties to even (2.5 -> 2, 3.5 -> 4), clipped to 127 (the
-    exponent is not bumped). So a value a few ulps above a tie whose extra bits were shifted out
-    rounds as the tie (real 0.81.1: -0.020019537 in a group with e = 2^-4 -> -0.01953125, not
-    -0.0205078); a magnitude that rounds to 0 reads back as +0 (sign dropped); zeros and
-    denormals are 0. The value is m * 2**(e - 6).
+    24-bit value is rounded to `width` bits, ties to even (2.5 -> 2, 3.5 -> 4), clipped to
+    2**width - 1 (the exponent is not bumped). So a value a few ulps above a tie whose extra bits
+    were shifted out rounds as the tie (real 0.81.1, bfloat8_b: -0.020019537 in a group with
+    e = 2^-4 -> -0.01953125, not -0.0205078); a magnitude that rounds to 0 reads back as +0 (sign
+    dropped); zeros and denormals are 0. The value is m * 2**(e - (width - 1)). The conformance
+    check compares both widths with the real package bit for bit.
     """
     if x.shape[-1] % BFP_GROUP:
-        raise ValueError(f'bfloat8_b needs a last dim padded to {BFP_GROUP}, got {tuple(x.shape)}')
+        raise ValueError(f'block floats need a last dim padded to {BFP_GROUP}, got '
+                         f'{tuple(x.shape)}')
     g = x.to(torch.float32).contiguous().reshape(*x.shape[:-1], x.shape[-1] // BFP_GROUP,
                                                  BFP_GROUP)
     bits = g.view(torch.int32)
@@ -70,10 +80,12 @@ def quantize_bfp8(x: torch.Tensor) -> torch.Tensor:
     sig = torch.where(own > 0, (bits & 0x7FFFFF) | 0x800000, torch.zeros_like(bits))
     shared = own.amax(dim=-1, keepdim=True)
     shifted = sig >> torch.clamp(shared - own, max=31)      # truncating shift
-    q, rem = shifted >> 17, shifted & 0x1FFFF
-    up = (rem > 0x10000) | ((rem == 0x10000) & ((q & 1) == 1))
-    mag = torch.clamp(q + up.to(torch.int32), max=127).to(torch.float32)
-    step = torch.exp2((shared - 127 - 6).to(torch.float32))
+    drop = 24 - width
+    q, rem = shifted >> drop, shifted & ((1 << drop) - 1)
+    half = 1 << (drop - 1)
+    up = (rem > half) | ((rem == half) & ((q & 1) == 1))
+    mag = torch.clamp(q + up.to(torch.int32), max=(1 << width) - 1).to(torch.float32)
+    step = torch.exp2((shared - 127 - (width - 1)).to(torch.float32))
     out = torch.where(g < 0, -mag, mag) * step
     out = torch.where(mag > 0, out, torch.zeros_like(out))  # a zero magnitude is +0
     return out.reshape(x.shape)
@@ -88,6 +100,8 @@ def quantize(x: torch.Tensor, dtype) -> torch.Tensor:
         return round_bf16(x)
     if name == 'BFLOAT8_B':
         return quantize_bfp8(x)
+    if name == 'BFLOAT4_B':
+        return quantize_bfp(x, 3)
     if name == 'FLOAT32':
         return x.to(torch.float32)
     if name in ('UINT8', 'UINT16', 'UINT32', 'INT32'):

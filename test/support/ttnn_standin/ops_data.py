@@ -19,7 +19,8 @@ from .types import DRAM_MEMORY_CONFIG, DataType, Layout, Shape, TileReshapeMapMo
 _TORCH_TO_TT = {torch.float32: DataType.FLOAT32, torch.bfloat16: DataType.BFLOAT16,
                 torch.uint8: DataType.UINT8, torch.int32: DataType.INT32}
 _TT_TO_TORCH = {DataType.FLOAT32: torch.float32, DataType.BFLOAT16: torch.bfloat16,
-                DataType.BFLOAT8_B: torch.float32, DataType.UINT8: torch.uint8,
+                DataType.BFLOAT8_B: torch.float32, DataType.BFLOAT4_B: torch.float32,
+                DataType.UINT8: torch.uint8,
                 DataType.INT32: torch.int32, DataType.UINT32: torch.int32}
 
 
