@@ -84,8 +84,8 @@ class TtLinear:
 
     Args: ctx, w_t [in, out], b (1, out) or None, activation ('gelu'/'relu'), group (weight
     group of precision.py: float32 weights when the preset names it), out ('residual', 'head',
-    'inner': output dtype from the preset; None = the input's dtype), role (matmul role of
-    precision.ROLES: its fidelity and accumulation; None = the preset's own).
+    'inner': output dtype from the preset; 'float32'; None = the input's dtype), role (matmul
+    role of precision.ROLES: its fidelity and accumulation; None = the preset's own).
     """
 
     def __init__(self, ctx, w_t: torch.Tensor, b: torch.Tensor | None, activation=None,
@@ -98,7 +98,8 @@ class TtLinear:
         self.activation = activation
         self.role = role
         self.shape = (int(w_t.shape[0]), int(w_t.shape[1]))        # [in, out]
-        self.out_dtype = None if out is None else ctx.precision.act(ttnn, out)
+        self.out_dtype = (None if out is None else ttnn.float32 if out == 'float32' else
+                          ctx.precision.act(ttnn, out))
         inner = ctx.precision.inner_memory(ttnn) if out == 'inner' else None
         self.out_memory = (ctx.precision.residual_memory(ttnn) if out == 'residual' else
                            ttnn.DRAM_MEMORY_CONFIG if inner is None else inner)

@@ -2,9 +2,11 @@
 
 Both heads end the same way (torch DA3 `output_conv1` -> interpolate to (H, W) -> `output_conv2`;
 DUSt3R `head`: 3x3 -> x2 -> 3x3 -> ReLU -> 1x1): a 3x3 conv at path1's size, a bilinear resize
-(align_corners=True) to the image, a 3x3 conv with ReLU fused, a 1x1 (linear), then float32 for
+(align_corners=True) to the image, a 3x3 conv with ReLU fused, a 1x1 (linear) into float32 for
 the model's own output activations. DUSt3R's x2 is the resize to the image (H = 16 grid = 2 *
-path1). Which weights fill the convs (DA3 merges depth and sky) is the head's business.
+path1). Which weights fill the convs (DA3 merges depth and sky) is the head's business. The 1x1
+writes float32 itself: its sums accumulate in fp32 and a bf16 output would only be cast back
+(a pass over the map).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ class TtDPTOutput:
         self.ctx = ctx
         self.first = TtConv2d(ctx, *first, padding=1, group='head')
         self.hidden = TtConv2d(ctx, *hidden, padding=1, relu=True, group='head')
-        self.last = TtLinear(ctx, *last, group='head', out='head')
+        self.last = TtLinear(ctx, *last, group='head', out='float32')
 
     def shape_constants(self, sc, path1_hw) -> dict:
         image = (sc.height, sc.width)
@@ -40,13 +42,9 @@ class TtDPTOutput:
         ttnn.deallocate(a)
         hid = self.hidden(full, (sc.height, sc.width))
         ttnn.deallocate(full)
-        logits = self.last(hid)
+        logits = self.last(hid)                   # float32: module docstring
         ttnn.deallocate(hid)
-        if logits.dtype == ttnn.float32:          # float32 head presets
-            return logits
-        out = ttnn.typecast(logits, ttnn.float32)
-        ttnn.deallocate(logits)
-        return out
+        return logits
 
     @staticmethod
     def release_shape(state) -> None:
