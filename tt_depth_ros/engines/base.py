@@ -52,11 +52,11 @@ class Engine(abc.ABC):
 
     num_views: int = 1
     resizes_on_device: bool = False
+    """Whether `infer_camera` runs the resize on the engine's device (the frame path then hands
+    over camera-size images). False: callers resize on the host and call `infer`."""
     pipelines: bool = False
     """Whether `submit` returns before the frame is done (ttnn with two command queues): a
     throughput-bound caller then submits the next frame before collecting this one."""
-    """Whether `infer_camera` runs the resize on the engine's device (the frame path then hands
-    over camera-size images). False: callers resize on the host and call `infer`."""
 
     @abc.abstractmethod
     def prepare(self, shape: tuple[int, int]) -> None:
