@@ -10,7 +10,7 @@ The model (tt-metal's own op performance-model formulas where they exist):
 - matmul / SDPA / conv: cycles = 2*M*K*N / (cores * 4096) * fidelity passes (LoFi 1, HiFi2 2,
   HiFi3 3, HiFi4 4); M, K, N from the tile-padded shapes the hardware computes on, the work split
   over the recorded compute grid in whole tiles (compute_cycles: the busiest core decides; SDPA
-  split over batch, heads and q chunks the way its program factory splits it).
+  split over batch, heads and q chunks the way its program factory splits it, config.sdpa_split).
 - DRAM: every DRAM tensor an op reads or writes moves once, at 512 GB/s, capped by what the op's
   cores can move over the NoC (NOC_BYTES_PER_CYCLE each): one core cannot saturate DRAM. SDPA's
   K and V move once per q chunk and its mask once per head (its reader's loops).
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+
+from tt_depth_ros.engines.ttnn.config import sdpa_split as library_sdpa_split
 
 CLOCK_HZ = 1.35e9                  # Blackhole AI clock
 MULADDS_PER_CYCLE_LOFI = 4096      # tt-metal perf model: 2*M*K*N / (cores * 4096) cycles at LoFi
@@ -206,18 +208,13 @@ def compute_cycles(rec: dict, grid_cores: int) -> tuple[float, int]:
 
 
 def sdpa_split(q: list[int], q_chunk: int, cores: int) -> tuple[int, int]:
-    """(q chunks of the busiest core, cores used) as the library's SDPA program splits its work.
+    """(q chunks of the busiest core, cores used) of an SDPA with query dims `q` [.., B, H, S, dh].
 
-    tt-metal's sdpa_program_factory parallelises batch first, then heads, then q chunks:
-    batch factor min(B, cores), head factor min(cores / that, heads), q factor min(cores / both,
-    q chunks), each core taking the ceiling of its share (16 heads on 110 cores: 96 cores busy).
+    The library's split (batch, then heads, then q chunks) is written once, where the engine
+    picks its chunks: tt_depth_ros.engines.ttnn.config.sdpa_split.
     """
     b, heads = math.prod(q[:-3]) if len(q) > 3 else 1, q[-3] if len(q) > 2 else 1
-    chunks = -(-q[-2] // q_chunk)
-    bf = min(b, cores)
-    hf = min(cores // bf, heads)
-    qf = min(cores // (bf * hf), chunks)
-    return -(-b // bf) * -(-heads // hf) * -(-chunks // qf), bf * hf * qf
+    return library_sdpa_split(b, heads, -(-q[-2] // q_chunk), cores)
 
 
 def sdpa_reads(rec: dict) -> dict[int, float]:

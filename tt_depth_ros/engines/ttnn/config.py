@@ -67,21 +67,29 @@ def shape_config(height: int, width: int, patch: int, prefix_tokens: int,
 SDPA_CHUNKS = (256, 128, 64, 32)
 
 
+def sdpa_split(batch: int, heads: int, chunks: int, cores: int) -> tuple[int, int]:
+    """(Q chunks on SDPA's busiest core, cores busy), as the library's SDPA program splits work.
+
+    tt-metal's sdpa_program_factory parallelises batch first, then heads, then Q chunks: batch
+    factor min(B, cores), head factor min(cores / that, heads), Q factor min(cores / both,
+    chunks), each core taking the ceiling of its share (16 heads on 110 cores: 96 busy). The
+    p150 cost estimate prices SDPA with the same split (benchmarks/ttnn_cost_model.py).
+    """
+    bf = min(batch, cores)
+    hf = min(cores // bf, heads)
+    qf = min(cores // (bf * hf), chunks)
+    return -(-batch // bf) * -(-heads // hf) * -(-chunks // qf), bf * hf * qf
+
+
 def sdpa_q_chunk(seq: int, heads: int, batch: int, cores: int) -> int:
     """The Q chunk that leaves SDPA's busiest core the fewest query rows; the larger on a tie.
 
-    The library's SDPA program splits batch first, then heads, then Q chunks over the cores, each
-    core taking the ceiling of its share. With one chunk size for every sequence, 16 heads of 768
-    tokens in 256-row chunks keep 48 of 110 cores busy with 256 rows each; 128-row chunks give 96
-    cores 128 rows. Every chunk streams its head's whole K and V again, so on a tie the larger
-    chunk moves less.
+    Under sdpa_split, with one chunk size for every sequence, 16 heads of 768 tokens in 256-row
+    chunks keep 48 of 110 cores busy with 256 rows each; 128-row chunks give 96 cores 128 rows.
+    Every chunk streams its head's whole K and V again, so on a tie the larger chunk moves less.
     """
     def busiest_rows(chunk: int) -> int:
-        chunks = seq // chunk
-        bf = min(batch, cores)
-        hf = min(cores // bf, heads)
-        qf = min(cores // (bf * hf), chunks)
-        return -(-batch // bf) * -(-heads // hf) * -(-chunks // qf) * chunk
+        return sdpa_split(batch, heads, seq // chunk, cores)[0] * chunk
 
     fits = [c for c in SDPA_CHUNKS if seq % c == 0]
     return min(fits, key=lambda c: (busiest_rows(c), -c))
