@@ -57,9 +57,12 @@ def _conv(name, *, input_tensor, weight_tensor, device, in_channels, out_channel
         raise RuntimeError(f'TT_FATAL: {name}: Out of Memory: Not enough space to allocate '
                            'L1_SMALL buffer (open the device with l1_small_size > 0)')
     x = input_tensor
-    if tuple(x.shape) != (1, 1, batch_size * input_height * input_width, in_channels):
+    # the library takes [N, H, W, C] (its documented format) or the flattened [1, 1, N*H*W, C]
+    if tuple(x.shape) not in ((1, 1, batch_size * input_height * input_width, in_channels),
+                              (batch_size, input_height, input_width, in_channels)):
         raise RuntimeError(f'TT_FATAL: {name}: input shape {tuple(x.shape)} does not match '
-                           f'(1, 1, {batch_size}*{input_height}*{input_width}, {in_channels})')
+                           f'(1, 1, {batch_size}*{input_height}*{input_width}, {in_channels}) '
+                           f'or ({batch_size}, {input_height}, {input_width}, {in_channels})')
     geometry = (name, in_channels, out_channels, batch_size, input_height, input_width,
                 tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation), groups)
     wdtype = (conv_config.weights_dtype if conv_config is not None and

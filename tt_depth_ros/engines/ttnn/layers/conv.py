@@ -29,14 +29,15 @@ class TtConv2d:
 
     Args: weight OIHW (IOHW if transposed), bias or None, stride, padding, transposed, relu,
     group (weight group of precision.py), out (output dtype: 'head' or 'residual' activations),
-    row_major_out (ROW_MAJOR output for a conv whose only reader is another conv).
+    row_major_out (ROW_MAJOR output for a conv whose only reader is another conv), role (its
+    matmul role in precision.ROLES: fidelity and accumulation; None = the preset's own).
     """
 
     def __init__(self, ctx, weight: torch.Tensor, bias, stride=1, padding=0,
                  transposed: bool = False, relu: bool = False, group: str | None = None,
-                 out: str = 'head', row_major_out: bool = False):
+                 out: str = 'head', row_major_out: bool = False, role: str | None = None):
         ttnn = ctx.ttnn
-        self.ctx = ctx
+        self.ctx, self.role = ctx, role
         self.transposed = transposed
         w = weight.detach().to(torch.float32).contiguous()
         self.in_ch, self.out_ch = (w.shape[0], w.shape[1]) if transposed else (w.shape[1],
@@ -59,7 +60,7 @@ class TtConv2d:
         return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
 
     def __call__(self, x, hw: tuple[int, int]):
-        """X (1, 1, H*W, Cin) -> (1, 1, Ho*Wo, Cout)."""
+        """X (1, 1, H*W, Cin) or (1, H, W, Cin) -> (1, 1, Ho*Wo, Cout)."""
         ttnn = self.ctx.ttnn
         cfg = ttnn.Conv2dConfig(
             weights_dtype=self.weights_dtype, output_layout=self.out_layout,
@@ -72,7 +73,7 @@ class TtConv2d:
             in_channels=self.in_ch, out_channels=self.out_ch, batch_size=1,
             input_height=hw[0], input_width=hw[1], kernel_size=self.k, stride=self.stride,
             padding=self.padding, dtype=self.out_dtype, conv_config=cfg,
-            compute_config=self.ctx.matmul_config(), return_weights_and_bias=True)
+            compute_config=self.ctx.matmul_config(self.role), return_weights_and_bias=True)
         if ready is None:
             self.prepared[hw] = (w_dev, b_dev)
         self.ctx.shape_uses.setdefault(self.ctx.active_shape, set()).add((self, hw))

@@ -19,9 +19,10 @@ class TtResidualConvUnit:
     def __init__(self, ctx, sd, prefix: str):
         self.ctx = ctx
         self.conv1 = TtConv2d(ctx, sd[prefix + 'conv1.weight'], sd[prefix + 'conv1.bias'],
-                              padding=1, relu=True, group='head', row_major_out=True)
+                              padding=1, relu=True, group='head', row_major_out=True,
+                              role='rcu')
         self.conv2 = TtConv2d(ctx, sd[prefix + 'conv2.weight'], sd[prefix + 'conv2.bias'],
-                              padding=1, group='head')
+                              padding=1, group='head', role='rcu')
 
     def __call__(self, x, hw):
         ttnn = self.ctx.ttnn
@@ -79,7 +80,7 @@ class TtDPTFusion:
     def __init__(self, ctx, sd, prefix: str):
         self.ctx = ctx
         self.rn = [TtConv2d(ctx, sd[f'{prefix}layer{i}_rn.weight'], None, padding=1,
-                            group='head') for i in range(1, 5)]
+                            group='head', role='rn') for i in range(1, 5)]
         self.refine = [TtFeatureFusionBlock(ctx, sd, f'{prefix}refinenet{i}.', True)
                        for i in range(1, 4)]
         # refinenet4 never receives a skip (DUSt3R keeps unused RCU1 keys; not converted)

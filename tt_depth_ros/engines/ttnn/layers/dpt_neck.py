@@ -32,11 +32,12 @@ def fusion_resizes(ctx, hws, channels: int, upsample: str) -> list[TtResize]:
     """refinenet{i+1}'s resize: hws[i] -> hws[i-1] (refinenet1: -> 2*hws[0] = path1).
 
     'to_skip_size' interpolates straight to the target; 'double_then_crop' interpolates to 2x and
-    keeps the target's first rows/columns (the same matrices when the sizes agree).
+    keeps the target's first rows/columns (the same matrices when the sizes agree). refinenet1's
+    result, path1, is read by the output's first conv only: it stays an NHWC map (resize.py).
     """
     outs = [doubled(hws[0])] + list(hws[:3])
     scaled = outs if upsample == 'to_skip_size' else [doubled(hw) for hw in hws]
-    return [TtResize(ctx, hws[i], scaled[i], outs[i], channels) for i in range(4)]
+    return [TtResize(ctx, hws[i], scaled[i], outs[i], channels, nhwc=i == 0) for i in range(4)]
 
 
 class TtDPTNeck:
@@ -69,7 +70,7 @@ class TtDPTNeck:
                 'resizes': fusion_resizes(self.ctx, hws, self.features, self.upsample)}
 
     def __call__(self, taps, sc, state):
-        """4 taps (1, 1, h0*w0, C), consumed (freed) -> path1 (1, 1, prod(path1_hw), features)."""
+        """4 taps (1, 1, h0*w0, C), consumed (freed) -> path1 (1, H1, W1, features), NHWC."""
         ttnn = self.ctx.ttnn
         hw0 = (sc.grid_h, sc.grid_w)
         levels = []

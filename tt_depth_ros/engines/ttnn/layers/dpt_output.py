@@ -24,14 +24,16 @@ class TtDPTOutput:
 
     def __init__(self, ctx, first, hidden, last):
         self.ctx = ctx
-        self.first = TtConv2d(ctx, *first, padding=1, group='head')
-        self.hidden = TtConv2d(ctx, *hidden, padding=1, relu=True, group='head')
+        self.first = TtConv2d(ctx, *first, padding=1, group='head', role='out_first')
+        self.hidden = TtConv2d(ctx, *hidden, padding=1, relu=True, group='head',
+                               role='out_hidden')
         self.last = TtLinear(ctx, *last, group='head', out='float32')
 
     def shape_constants(self, sc, path1_hw) -> dict:
         image = (sc.height, sc.width)
         return {'path1_hw': path1_hw,
-                'to_image': TtResize(self.ctx, path1_hw, image, image, self.first.out_ch)}
+                'to_image': TtResize(self.ctx, path1_hw, image, image, self.first.out_ch,
+                                     nhwc=True)}               # read by the hidden conv only
 
     def __call__(self, path1, sc, state):
         """Path1 (freed) -> (1, 1, H*W, C_out) float32."""

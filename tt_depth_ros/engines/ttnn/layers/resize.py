@@ -2,7 +2,11 @@
 
 ttnn.upsample's bilinear mode is half-pixel (align_corners=False) and integer-scale only
 (docs/ttnn.md §5), so DPT's resizes are separable matrices: out = A_h . X . A_w^T. A crop after
-a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Interpolation
+a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Both sides are
+left products: the width step is A_w (1, 1, Wo, W) @ X (1, H, W, C), the library reusing the
+batch-1 first operand across the batches of the second (its matmul's documented broadcast), so
+no transpose moves the map; (1, 1, H*W, C) -> (1, H, W, C) is a view when W % 32 == 0 (DUSt3R's
+maps). The height step is A_h @ X viewed as (1, 1, H, Wo*C). Interpolation
 weights such as 159/279 are not bf16 numbers: next to bf16 activations each matrix is split into
 A_hi + A_lo (both bf16, A_lo = bf16(A - A_hi)) and applied as two matmuls, which keeps the weights
 to ~16 bits. A float32 head (the DA3 presets) takes one float32 matrix and one matmul: the FPU
@@ -42,43 +46,47 @@ def split_bf16(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class TtResize:
-    """Per-shape resize (H, W, C) -> (Ho, Wo, C); `out_hw` = the size after the optional crop."""
+    """Per-shape resize (H, W, C) -> (Ho, Wo, C); `out_hw` = the size after the optional crop.
 
-    def __init__(self, ctx, in_hw, scaled_hw, out_hw, channels: int):
-        self.ctx = ctx
+    The result is flattened (1, 1, Ho*Wo, C), or with `nhwc` the (1, Ho, Wo, C) map itself, for
+    a conv, which takes [N, H, W, C] as it is: flattening it would be a pass over the map when
+    Wo % 32 != 0 (DA3's widths), and the conv would undo it with another.
+    """
+
+    def __init__(self, ctx, in_hw, scaled_hw, out_hw, channels: int, nhwc: bool = False):
+        self.ctx, self.nhwc = ctx, nhwc
         (self.h, self.w), (self.ho, self.wo), self.c = in_hw, out_hw, channels
         ah = interp_matrix(in_hw[0], scaled_hw[0], out_hw[0])           # (Ho, H)
         aw = interp_matrix(in_hw[1], scaled_hw[1], out_hw[1])           # (Wo, W)
         head = ctx.precision.act(ctx.ttnn, 'head')                     # module docstring
         one = head == ctx.ttnn.float32 or not ctx.precision.resize_hi_lo
         parts = (lambda a: [a]) if one else split_bf16                   # the matrix, or hi + lo
-        self.ah = [upload(ctx, m[None, None], dtype=head) for m in parts(ah)]
-        self.aw_t = [upload(ctx, m.t().contiguous(), dtype=head) for m in parts(aw)]  # (W, Wo)
+        self.ah = [upload(ctx, m[None, None], dtype=head) for m in parts(ah)]   # (1, 1, Ho, H)
+        self.aw = [upload(ctx, m[None, None], dtype=head) for m in parts(aw)]   # (1, 1, Wo, W)
 
     def __call__(self, x):
         ttnn = self.ctx.ttnn
-        t = ttnn.reshape(x, (1, self.h, self.w, self.c), pad_value=0.0)
-        tt = ttnn.transpose(t, -2, -1)                                   # (1, H, C, W)
-        ttnn.deallocate(t, force=False)     # t is a view on x's buffer when W % 32 == 0
-        y = self._matmul2(tt, self.aw_t, right=True)                    # (1, H, C, Wo)
-        ttnn.deallocate(tt)
-        yt = ttnn.transpose(y, -2, -1)                                   # (1, H, Wo, C)
-        ttnn.deallocate(y)
-        flat = ttnn.reshape(yt, (1, 1, self.h, self.wo * self.c), pad_value=0.0)
-        ttnn.deallocate(yt)
-        z = self._matmul2(flat, self.ah, right=False)                   # (1, 1, Ho, Wo*C)
-        ttnn.deallocate(flat, force=False)
+        t = ttnn.reshape(x, (1, self.h, self.w, self.c), pad_value=0.0)  # a view if W % 32 == 0
+        tp = ttnn.permute(t, (0, 2, 1, 3))                               # (1, W, H, C)
+        ttnn.deallocate(t, force=False)
+        u = self._matmul2(tp, self.ah)                                   # (1, W, Ho, C)
+        ttnn.deallocate(tp)
+        up = ttnn.permute(u, (0, 2, 1, 3))                               # (1, Ho, W, C)
+        ttnn.deallocate(u)
+        y = self._matmul2(up, self.aw)                                   # (1, Ho, Wo, C)
+        ttnn.deallocate(up)
+        if self.nhwc:
+            return y
         # no pad_value: nothing contracts over the rows of the result (a fill-pad op fewer)
-        out = ttnn.reshape(z, (1, 1, self.ho * self.wo, self.c))
-        ttnn.deallocate(z, force=False)
+        out = ttnn.reshape(y, (1, 1, self.ho * self.wo, self.c))
+        ttnn.deallocate(y, force=False)
         return out
 
-    def _matmul2(self, x, mats, right: bool):
-        """X @ M (right) or M @ x, M one float32 matrix or M_hi + M_lo (two matmuls, an add)."""
+    def _matmul2(self, x, mats):
+        """M @ x, M one matrix (broadcast over x's batch) or M_hi + M_lo (two matmuls, an add)."""
         ttnn = self.ctx.ttnn
         cfg = self.ctx.matmul_config()
-        parts = [ttnn.matmul(x, m, compute_kernel_config=cfg) if right else   # dtype: x's
-                 ttnn.matmul(m, x, dtype=x.dtype, compute_kernel_config=cfg) for m in mats]
+        parts = [ttnn.matmul(m, x, dtype=x.dtype, compute_kernel_config=cfg) for m in mats]
         if len(parts) == 1:
             return parts[0]
         out = ttnn.add(parts[0], parts[1])
@@ -87,5 +95,5 @@ class TtResize:
         return out
 
     def release(self) -> None:
-        for m in self.ah + self.aw_t:
+        for m in self.ah + self.aw:
             self.ctx.ttnn.deallocate(m)
