@@ -86,7 +86,12 @@ def test_fast_preset_per_family_and_program_configs_from_tile_counts(ttnn):
         assert p.matmul_setting('sdpa') == ('HiFi2', True)
         assert p.matmul_setting(None) == ('HiFi4', True)               # head, convs, norms
         assert p.program_configs and p.l1_inner
-    assert da3.matmul_setting('qkv') == ('HiFi4', True) and du.matmul_setting('qkv')[0] == 'HiFi2'
+    assert da3.matmul_setting('qkv') == ('HiFi3', True) and du.matmul_setting('qkv')[0] == 'HiFi2'
+    # the head's convs by role: DA3's RCUs keep the preset's HiFi4, DUSt3R's output convs HiFi2
+    assert [da3.matmul_setting(r)[0] for r in ('reassemble', 'rn', 'rcu', 'out_hidden')] == \
+        ['HiFi3', 'HiFi3', 'HiFi4', 'HiFi3']
+    assert [du.matmul_setting(r)[0] for r in ('reassemble', 'rn', 'rcu', 'out_hidden')] == \
+        ['HiFi3', 'HiFi3', 'HiFi3', 'HiFi2']
     # DA3-Large 518x518 on the 11x10 grid: Mt 43 -> 5 rows a core; fc1 Nt 128 -> 12 columns
     pc = linear_program_config(ttnn, (11, 10), 1376, 1024, 4096, gelu=True)
     assert (pc.per_core_M, pc.per_core_N, pc.in0_block_w) == (5, 12, 4)
@@ -126,12 +131,20 @@ def test_da3_tiny_fast_forward_meets_the_gate(ttnn, da3_tiny_sd, monkeypatch):
                ttnn.MathFidelity.HiFi2 for dt, kw in fused)
     rest = [(dt, kw) for dt, kw in vit if kw['program_config'].fused_activation is None]
     assert all(dt == ttnn.bfloat16 and kw['compute_kernel_config'].math_fidelity ==
-               ttnn.MathFidelity.HiFi4 for dt, kw in rest)
+               ttnn.MathFidelity.HiFi3 for dt, kw in rest)
     # q|k|v and the MLP hidden ('inner') and the proj / fc2 outputs (the residual stream): L1
     assert {kw['memory_config'].buffer_type for _, kw in vit} == {ttnn.BufferType.L1}
 
 
-def test_dust3r_tiny_fast_forward_meets_the_gate(ttnn):
+def test_dust3r_tiny_fast_forward_meets_the_gate(ttnn, monkeypatch):
+    convs = []
+    for name in ('conv2d', 'conv_transpose2d'):
+        real = getattr(ttnn, name)
+
+        def spy(*a, _real=real, **kw):
+            convs.append((kw['kernel_size'], kw['stride'], kw['compute_config'].math_fidelity))
+            return _real(*a, **kw)
+        monkeypatch.setattr(ttnn, name, spy)
     sd = {k: torch.from_numpy(v) for k, v in dust3r_data.tiny_state_dict().items()}
     g = dust3r_data.fixture('tiny_80x112')
     with build_ttnn_engine('dust3r-tiny', state_dict=sd, dtype='fast') as eng:
@@ -140,3 +153,10 @@ def test_dust3r_tiny_fast_forward_meets_the_gate(ttnn):
     ps = [pcc(out['pts3d_1'], g['pts3d'][0]), pcc(out['pts3d_2'], g['pts3d_in_other_view'][0])]
     print(f'fast DUSt3R tiny 80x112: pts3d PCC {ps}')
     assert min(ps) >= 0.995
+    # per view and call (warm-up, capture): the patch embedding at the preset's HiFi4, the
+    # output's two 3x3 at HiFi2, the neck's 3 level resizes, 4 layer_rn and 7 RCUs x 2 at HiFi3
+    fid = ttnn.MathFidelity
+    heads = [f for k, s, f in convs if k != (16, 16)]
+    assert {f for k, s, f in convs if k == (16, 16)} == {fid.HiFi4}
+    assert heads.count(fid.HiFi2) * 21 == heads.count(fid.HiFi3) * 2 > 0
+    assert len(heads) == heads.count(fid.HiFi2) + heads.count(fid.HiFi3)

@@ -24,8 +24,9 @@ dtype (ROLES, FAST_ROLES_*). Measured with the stand-in's FPU model (operand tru
 fidelity, bf16 destination without fp32 accumulation: test/support/ttnn_standin/ops_math.py) by
 benchmarks/ttnn_precision_table.py: bfloat8_b weights on every linear miss the gates (DA3-Large
 depth PCC 0.9988, DUSt3R tiny pts3d 0.981), and so does HiFi2 on every DA3 linear (0.9997: it
-truncates the bf16 activations, in0, to 7 significant bits); DA3's fc1 takes HiFi2, DUSt3R's
-linears HiFi2 (bf16 weights: a bfloat8_b fc1 misses its gate on some CPUs, FAST_ROLES_DUST3R).
+truncates the bf16 activations, in0, to 7 significant bits); DA3's fc1 and SDPA take HiFi2 and
+its other linears and most head convs HiFi3, DUSt3R's linears HiFi2 (bf16 weights: a bfloat8_b
+fc1 misses its gate on some CPUs) and its head convs HiFi2 / HiFi3 (FAST_ROLES_*).
 """
 from __future__ import annotations
 
@@ -33,30 +34,39 @@ from dataclasses import dataclass
 
 _BF16, _F32 = 'bfloat16', 'float32'
 
-# Matmul roles of the ViT blocks (TtLinear / SDPA call sites) and of the DPT head's 3x3 convs
-# (rn: the four layer_rn convs; rcu: the fusion blocks' residual conv units; out_first /
-# out_hidden: the output's 3x3 at path1 and at full resolution); any other matmul, conv or norm
-# uses the preset's own fidelity and accumulation.
-ROLES = ('qkv', 'proj', 'fc1', 'fc2', 'sdpa', 'rn', 'rcu', 'out_first', 'out_hidden')
+# Matmul roles of the ViT blocks (TtLinear / SDPA call sites) and of the DPT head's convs
+# (reassemble: the neck's level resizes, ConvT x4 / x2 and the stride-2 conv; rn: the four
+# layer_rn convs; rcu: the fusion blocks' residual conv units; out_first / out_hidden: the
+# output's 3x3 at path1 and at full resolution); any other matmul, conv or norm uses the
+# preset's own fidelity and accumulation.
+ROLES = ('qkv', 'proj', 'fc1', 'fc2', 'sdpa', 'reassemble', 'rn', 'rcu', 'out_first',
+         'out_hidden')
 # role: (math fidelity, fp32 accumulation[, weights]) of the 'fast' presets, measured on the
 # stand-in's FPU model against the golden fp32 outputs (benchmarks/ttnn_precision_table.py; table
 # in README "ttnn speed design"). bfloat8_b everywhere misses both gates on the rule-v1 weights
-# (DA3-Large depth PCC 0.9988, DUSt3R tiny pts3d 0.981). DA3-Large holds its gate (0.9998) only
-# with bf16 weights, qkv / proj / fc2 at HiFi4 and fc1 and SDPA at HiFi2 (0.999834; SDPA at
-# HiFi4 0.999813; fc1 also bfloat8_b: 0.99965; every linear HiFi2: 0.99970; SDPA and qkv at
-# HiFi2 0.999710, SDPA and fc2 0.999769, SDPA and proj 0.999808: too close). DUSt3R (gate
-# 0.995) takes HiFi2 everywhere on bf16 weights (0.99580; SDPA at HiFi4 0.99593; a bfloat8_b
-# fc1, recorded at 0.99533 on an earlier stop's machine, measures 0.99491 on this AMD EPYC with
-# the same code: the stand-in's torch kernels differ by CPU, so a margin of a few 1e-4 is no
-# margin); its head needs HiFi4 (HiFi2: 0.99191) except the output's two 3x3 convs, which take
-# HiFi2 (0.995942; with the layer_rn convs too 0.995682, with the RCU convs too 0.995134: too
-# close; a LoFi fc1 0.993446, a LoFi fc2 0.992196: under).
-FAST_ROLES_DA3 = (('qkv', 'HiFi4', True), ('proj', 'HiFi4', True), ('fc1', 'HiFi2', True),
-                  ('fc2', 'HiFi4', True), ('sdpa', 'HiFi2', True))
+# (DA3-Large depth PCC 0.9988, DUSt3R tiny pts3d 0.981). HiFi3 is three of HiFi4's four passes
+# and, for a bf16 activation times bf16 weights, almost all of its product: HiFi2 computes the
+# activation's top 6 mantissa bits times all 7 of the weight's, and HiFi3 adds the activation's
+# last bit times the weight's top 4 (ops_math.py), so most matmuls that need more than HiFi2 take
+# HiFi3. DA3-Large holds its gate (0.9998) with bf16 weights, fc1 and SDPA at HiFi2 and qkv, proj,
+# fc2 and the head's convs at HiFi3 except the RCUs (depth PCC 0.999820; all at HiFi4 but fc1 and
+# SDPA 0.999832; the RCUs at HiFi3 too 0.999808, at HiFi2 0.999577; fc1 also bfloat8_b: 0.99965;
+# every linear HiFi2: 0.99970; SDPA and qkv at HiFi2 0.999710, SDPA and fc2 0.999769, SDPA and
+# proj 0.999808: too close). DUSt3R (gate 0.995) takes HiFi2 on every linear and SDPA on bf16
+# weights (0.99580; SDPA at HiFi4 0.99593; a bfloat8_b fc1, recorded at 0.99533 on an earlier
+# stop's machine, measures 0.99491 on this AMD EPYC with the same code: the stand-in's torch
+# kernels differ by CPU, so a margin of a few 1e-4 is no margin; a LoFi fc1 0.993446, a LoFi fc2
+# 0.992196), HiFi2 on the output's two 3x3 convs and HiFi3 on the other head convs (pts3d
+# 0.99581; its head all HiFi2 0.99191; the layer_rn and RCU convs at HiFi2 too 0.995134).
+FAST_ROLES_DA3 = (('qkv', 'HiFi3', True), ('proj', 'HiFi3', True), ('fc1', 'HiFi2', True),
+                  ('fc2', 'HiFi3', True), ('sdpa', 'HiFi2', True), ('reassemble', 'HiFi3', True),
+                  ('rn', 'HiFi3', True), ('out_first', 'HiFi3', True),
+                  ('out_hidden', 'HiFi3', True))
 FAST_ROLES_DUST3R = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True),
                      ('fc1', 'HiFi2', True), ('fc2', 'HiFi2', True),
-                     ('sdpa', 'HiFi2', True), ('out_first', 'HiFi2', True),
-                     ('out_hidden', 'HiFi2', True))
+                     ('sdpa', 'HiFi2', True), ('reassemble', 'HiFi3', True),
+                     ('rn', 'HiFi3', True), ('rcu', 'HiFi3', True),
+                     ('out_first', 'HiFi2', True), ('out_hidden', 'HiFi2', True))
 
 PRESETS = {
     # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights

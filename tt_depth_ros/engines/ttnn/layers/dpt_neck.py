@@ -58,6 +58,7 @@ class TtDPTNeck:
             None if spec is None else TtConv2d(ctx, sd[k + 'weight'], sd[k + 'bias'],
                                                stride=spec[0], padding=spec[1],
                                                transposed=spec[2], group='head',
+                                               role='reassemble',
                                                row_major_out=True)     # read by layer_rn only
             for k, spec in zip(resize_keys, LEVEL_RESIZES)]
         self.fusion = TtDPTFusion(ctx, sd, scratch)
