@@ -1,7 +1,7 @@
 """The CPU stand-in and the REAL ttnn 0.81.1 (mock p150) agree on the dry run's buffer findings.
 
 Which dtypes tilize, which reshapes are views, full-range slice identity, what `deallocate`
-frees with force=True / force=False.
+frees with force=True / force=False, where a batch-1 in0 may be reused across in1's batches.
 
 The same case script runs against both (`observe`); only "is this memory free again" is asked
 differently: on the real library by allocating a tensor of the same size (the allocator hands
@@ -61,6 +61,21 @@ def observe(ttnn, dev, memory_freed) -> dict:
     x = up((1, 64, 64))
     s = ttnn.slice(x, [0, 0, 0], [1, 32, 64], [1, 1, 1], pad_value=0.0)
     obs['partial slice shares'] = s.buffer_address() == x.buffer_address()
+    # a batch-1 first operand reused across the batches of the second (the DPT head's resizes):
+    # which memory the second operand and the result may live in
+    a = up((1, 1, 64, 32))
+    for where_b, where_out in (('DRAM', 'DRAM'), ('L1', 'DRAM'), ('DRAM', 'L1'), ('L1', 'L1')):
+        mem = {'DRAM': dram, 'L1': ttnn.L1_MEMORY_CONFIG}
+        b = ttnn.from_torch(torch.zeros(1, 3, 32, 64), dtype=ttnn.bfloat16,
+                            layout=ttnn.TILE_LAYOUT, device=dev, memory_config=mem[where_b])
+        try:
+            y = ttnn.matmul(a, b, memory_config=mem[where_out])
+            obs[f'in0-broadcast matmul, in1 {where_b}, out {where_out}'] = list(y.shape)
+            ttnn.deallocate(y)
+        except RuntimeError as e:
+            obs[f'in0-broadcast matmul, in1 {where_b}, out {where_out}'] = \
+                'rejected: ' + ('in0_reuse' in str(e)) * 'in0_reuse'
+        ttnn.deallocate(b)
     for force in (True, False):
         base = up((1, 1, 256, 64))
         view = ttnn.reshape(base, (1, 256, 64))

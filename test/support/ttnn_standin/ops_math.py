@@ -37,6 +37,7 @@ from . import numerics
 from .launch import launch
 from .tensor import Tensor
 from .types import (
+    BufferType,
     DataType,
     Layout,
     MathFidelity,
@@ -143,6 +144,26 @@ def _contract_check(name, a, b):
                            'padding is undefined (reshape/slice without pad_value)')
 
 
+def _in0_reuse_check(name, a, b, memory_config, program_config):
+    """A batch-1 in0 reused across in1's batches: what the real library's own config allows.
+
+    Seen on the real ttnn 0.81.1 (test/ttnn_dryrun/test_standin_agrees.py): with the library
+    choosing the program, only DRAM-interleaved in1 and output pass; an L1 one is rejected.
+    """
+    if all(d == 1 for d in b.shape[:-2]) or any(d != 1 for d in a.shape[:-2]):
+        return
+
+    def dram(mc):
+        return mc is None or (mc.buffer_type == BufferType.DRAM and not mc.is_sharded())
+    ok = (len(a.shape) == len(b.shape) >= 3 and program_config is None and
+          dram(a.memory_config()) and dram(b.memory_config()) and dram(memory_config))
+    if not ok:
+        raise RuntimeError(f'TT_FATAL: {name}: a_shape[i] == b_shape[i] || (a_shape[i] == 1 && '
+                           f'in0_reuse()): in0 {tuple(a.shape)} reused across the batches of in1 '
+                           f'{tuple(b.shape)} needs matching ranks, DRAM-interleaved in1 and '
+                           'output and the library\'s own program')
+
+
 def matmul(input_tensor_a, input_tensor_b, *, transpose_a=False, transpose_b=False,
            memory_config=None, dtype=None, program_config=None, activation=None,
            compute_kernel_config=None, core_grid=None, output_tile=None,
@@ -162,6 +183,7 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
     if transpose_a or transpose_b:
         raise RuntimeError('stand-in: transpose_a/transpose_b are not modelled')
     _contract_check(_name, a, b)
+    _in0_reuse_check(_name, a, b, memory_config, program_config)
     if core_grid is not None:
         grid = a._device.compute_with_storage_grid_size() if a._device else None
         if grid is not None and (core_grid.x > grid.x or core_grid.y > grid.y):
