@@ -59,11 +59,16 @@ class TtConv2d:
             return (h - 1) * sh - 2 * ph + kh, (w - 1) * sw - 2 * pw + kw
         return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
 
-    def __call__(self, x, hw: tuple[int, int]):
-        """X (1, 1, H*W, Cin) or (1, H, W, Cin) -> (1, 1, Ho*Wo, Cout)."""
+    def __call__(self, x, hw: tuple[int, int], row_major_out: bool | None = None):
+        """X (1, 1, H*W, Cin) or (1, H, W, Cin) -> (1, 1, Ho*Wo, Cout).
+
+        `row_major_out` overrides the constructor's choice for this call (None: keep it).
+        """
         ttnn = self.ctx.ttnn
+        layout = self.out_layout if row_major_out is None else (
+            ttnn.ROW_MAJOR_LAYOUT if row_major_out else ttnn.TILE_LAYOUT)
         cfg = ttnn.Conv2dConfig(
-            weights_dtype=self.weights_dtype, output_layout=self.out_layout,
+            weights_dtype=self.weights_dtype, output_layout=layout,
             activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.RELU) if self.relu else None)
         ready = self.prepared.get(hw)
         w, b = ready if ready is not None else (self.host_w, self.host_b)

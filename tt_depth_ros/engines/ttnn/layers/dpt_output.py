@@ -11,6 +11,7 @@ writes float32 itself: its sums accumulate in fp32 and a bf16 output would only 
 from __future__ import annotations
 
 from tt_depth_ros.engines.ttnn.common import TtLinear
+from tt_depth_ros.engines.ttnn.config import TILE
 from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d
 from tt_depth_ros.engines.ttnn.layers.resize import TtResize
 
@@ -38,7 +39,9 @@ class TtDPTOutput:
     def __call__(self, path1, sc, state):
         """Path1 (freed) -> (1, 1, H*W, C_out) float32."""
         ttnn = self.ctx.ttnn
-        a = self.first(path1, state['path1_hw'])
+        hw = state['path1_hw']
+        # read by to_image only: row-major when its width is not whole tiles (resize.py)
+        a = self.first(path1, hw, row_major_out=hw[1] % TILE != 0)
         ttnn.deallocate(path1)
         full = state['to_image'](a)
         ttnn.deallocate(a)

@@ -2,19 +2,26 @@
 
 ttnn.upsample's bilinear mode is half-pixel (align_corners=False) and integer-scale only
 (docs/ttnn.md §5), so DPT's resizes are separable matrices: out = A_h . X . A_w^T. A crop after
-a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A. Both sides are
-left products: the width step is A_w (1, 1, Wo, W) @ X (1, H, W, C), the library reusing the
-batch-1 first operand across the batches of the second (its matmul's documented broadcast), so
-no transpose moves the map; (1, 1, H*W, C) -> (1, H, W, C) is a view when W % 32 == 0 (DUSt3R's
-maps). The height step is A_h @ X viewed as (1, 1, H, Wo*C). Interpolation
-weights such as 159/279 are not bf16 numbers: next to bf16 activations each matrix is split into
-A_hi + A_lo (both bf16, A_lo = bf16(A - A_hi)) and applied as two matmuls, which keeps the weights
-to ~16 bits. A float32 head (the DA3 presets) takes one float32 matrix and one matmul: the FPU
-reads float32 operands as TF32, the activations included, so a split weight would buy nothing
-the activation's own 10-bit mantissa does not already lose, at the price of a second matmul and
-a full-size add (the largest ops of the DA3 head's resizes in the p150 estimate). A preset with
+a x2 upsample (DUSt3R's odd grids) is folded in by keeping the first rows of A.
+
+Both steps are left products of a batch-1 matrix with a batched map, which the library runs by
+reusing the matrix across the batches (its matmul's documented in0 broadcast; with its own
+program config it accepts that only for DRAM-interleaved operands and result): the height step
+A_h (1, 1, Ho, H) @ X (1, W, H, C), then the width step A_w (1, 1, Wo, W) @ (1, Ho, W, C). So
+no transpose and no (H, W*C) reshape moves a map: a permute of dims 1 and 2 before each step
+(of the input, then of the height-resized map: height first moves the smaller maps) and, when
+W % 32 == 0 (DUSt3R), the input reshape (1, 1, H*W, C) -> (1, H, W, C) is a view. A row-major
+input (a conv's result handed over as such when W % 32 != 0, dpt_output.py) is reshaped and
+permuted row-major and tilized once instead of reshaped tile-padded and permuted.
+
+Interpolation weights such as 159/279 are not bf16 numbers: next to bf16 activations each
+matrix is split into A_hi + A_lo (both bf16, A_lo = bf16(A - A_hi)) and applied as two
+matmuls, which keeps the weights to ~16 bits. A float32 head (the DA3 presets) takes one
+float32 matrix and one matmul: the FPU reads float32 operands as TF32, the activations
+included, so a split weight would buy nothing the activation's own 10-bit mantissa does not
+already lose, at the price of a second matmul and a full-size add. A preset with
 `resize_hi_lo` off (DUSt3R 'fast') takes one bf16 matrix: its gate holds without the split.
-Input and output are flattened NHWC (1, 1, H*W, C) TILE tensors.
+Input: flattened NHWC (1, 1, H*W, C); output the same, or the (1, Ho, Wo, C) map (`nhwc`).
 """
 from __future__ import annotations
 
@@ -69,6 +76,10 @@ class TtResize:
         t = ttnn.reshape(x, (1, self.h, self.w, self.c), pad_value=0.0)  # a view if W % 32 == 0
         tp = ttnn.permute(t, (0, 2, 1, 3))                               # (1, W, H, C)
         ttnn.deallocate(t, force=False)
+        if tp.layout != ttnn.TILE_LAYOUT:              # a row-major conv result (module doc)
+            tt = ttnn.to_layout(tp, ttnn.TILE_LAYOUT, pad_value=0.0)
+            ttnn.deallocate(tp)
+            tp = tt
         u = self._matmul2(tp, self.ah)                                   # (1, W, Ho, C)
         ttnn.deallocate(tp)
         up = ttnn.permute(u, (0, 2, 1, 3))                               # (1, Ho, W, C)
