@@ -16,9 +16,13 @@ class AttentionState:
     attn_mask: Any
     sc: Any                # the shape's ShapeConfig: SDPA chunks per head count
     ttnn: Any
-    rows: int = 0          # token rows of the activations, all images of the batch together
     batch: int = 1         # images per attention call (DUSt3R's encoder: both views)
     _configs: dict = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        """Token rows of the activations, all images of the batch together."""
+        return self.batch * self.sc.seq
 
     def sdpa_config(self, heads: int):
         """SDPA program config of an attention with `heads` heads (host object, cached)."""
@@ -37,7 +41,7 @@ def attention_state(ctx, sc, batch: int = 1) -> AttentionState:
         m = torch.zeros(batch, 1, sc.seq, sc.seq)
         m[..., sc.tokens:] = MASK_VALUE
         mask = upload(ctx, m, ctx.precision.act(ctx.ttnn, 'mask'))
-    return AttentionState(mask, sc, ctx.ttnn, batch * sc.seq, batch)
+    return AttentionState(mask, sc, ctx.ttnn, batch)
 
 
 def release_attention_state(ctx, st: AttentionState) -> None:
