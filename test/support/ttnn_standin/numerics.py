@@ -48,16 +48,12 @@ def round_bf16(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.float32).to(torch.bfloat16).to(torch.float32)
 
 
-def quantize_bfp8(x: torch.Tensor) -> torch.Tensor:
-    """Quantise a tile-padded float32 tensor to bfloat8_b values (returned as float32).
-
-    quantize_bfp with 7 mantissa bits (below).
-    """
-    return quantize_bfp(x, 7)
+# mantissa bits of each block-float dtype (quantize_bfp)
+BFP_WIDTHS = {'BFLOAT8_B': 7, 'BFLOAT4_B': 3}
 
 
 def quantize_bfp(x: torch.Tensor, width: int) -> torch.Tensor:
-    """Quantise a tile-padded float32 tensor to a block float: bfloat8_b (width 7), bfloat4_b (3).
+    """Quantise to a block float, bfloat8_b (width 7) or bfloat4_b (3); float32 values out.
 
     Every 16 consecutive values along the last dim (one 16-wide face row; rows of a 32x32 tile
     hold two) share the exponent e = the largest biased exponent among them. As tt-metal's host
@@ -98,10 +94,8 @@ def quantize(x: torch.Tensor, dtype) -> torch.Tensor:
     name = dtype.name
     if name == 'BFLOAT16':
         return round_bf16(x)
-    if name == 'BFLOAT8_B':
-        return quantize_bfp8(x)
-    if name == 'BFLOAT4_B':
-        return quantize_bfp(x, 3)
+    if name in BFP_WIDTHS:
+        return quantize_bfp(x, BFP_WIDTHS[name])
     if name == 'FLOAT32':
         return x.to(torch.float32)
     if name in ('UINT8', 'UINT16', 'UINT32', 'INT32'):
