@@ -65,10 +65,13 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
         assert live <= rep['max_traced_shapes']
 
 
-@pytest.mark.parametrize('dtype', [None, 'fast'])     # the family default; the speed design
-@pytest.mark.parametrize('model,views,cameras', [
-    ('da3-tiny', 1, ('480x640', '720x1280')),     # 640x480: one resize step; 1280x720: two
-    ('dust3r-tiny', 2, ())])
+# each family's default and its other preset of note: DA3 'float32-residual-head' and the speed
+# design 'fast'; DUSt3R 'fast' (its default) and 'bfloat16' (the former default)
+@pytest.mark.parametrize('model,views,cameras,dtype', [
+    ('da3-tiny', 1, ('480x640', '720x1280'), None),   # 640x480: one resize step; 1280x720: two
+    ('da3-tiny', 1, ('480x640', '720x1280'), 'fast'),
+    ('dust3r-tiny', 2, (), None),
+    ('dust3r-tiny', 2, (), 'bfloat16')])
 def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
                                                                views, cameras, dtype):
     rep = run_driver(tmp_path, model, cameras=cameras,
@@ -103,11 +106,18 @@ def test_two_command_queues_real_library(side_python, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('model,views', [('da3-large', 1), ('dust3r-large', 2)])
+@pytest.mark.parametrize('model,views,preset', [('da3-large', 1, 'float32-residual-head'),
+                                               ('dust3r-large', 2, 'fast')])
 def test_full_size_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
-                                                                    views):
+                                                                    views, preset):
+    """Each family's default preset at full size, DUSt3R in both orientations.
+
+    Under 'fast' the portrait head's convs once needed L1 that tapped decoder outputs held.
+    """
     rep = run_driver(tmp_path, model, timeout=1500)
     check_report(rep, views)
+    assert rep['engine_info']['precision'] == preset
+    assert len(rep['sizes']) == (2 if views == 2 else 1)
 
 
 def test_harness_reports_rejections_and_hazards(side_python, tmp_path):

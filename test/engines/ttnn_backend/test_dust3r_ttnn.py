@@ -43,10 +43,12 @@ def grid(g, a):
     return a
 
 
-@pytest.mark.parametrize('fixture,size', CASES)
-def test_tiny_raw_parity_every_golden_size(ttnn, tiny_sd, fixture, size):
+@pytest.mark.parametrize('fixture,size,dtype', [c + (None,) for c in CASES]
+                         + [CASES[1] + ('bfloat16',)])       # the default ('fast'); the former
+def test_tiny_raw_parity_every_golden_size(ttnn, tiny_sd, fixture, size, dtype):
     g = np.load(DATA / fixture)
-    with build_ttnn_engine('dust3r-tiny', state_dict=tiny_sd) as eng:
+    with build_ttnn_engine('dust3r-tiny', state_dict=tiny_sd, dtype=dtype) as eng:
+        assert eng.info.dtype == (dtype or 'fast')
         out = eng.infer(*views(size))
     for v in (1, 2):
         raw = grid(g, out[f'raw_{v}'])

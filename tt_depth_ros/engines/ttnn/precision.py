@@ -99,7 +99,7 @@ FAMILY_PRESETS = {'dust3r': {
              True, True, False, 'bfloat4_b'),
 }}
 
-DEFAULTS = {'da3': 'float32-residual-head', 'dust3r': 'bfloat16'}
+DEFAULTS = {'da3': 'float32-residual-head', 'dust3r': 'fast'}
 DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32')
 
 

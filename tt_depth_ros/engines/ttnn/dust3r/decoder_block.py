@@ -28,13 +28,14 @@ class TtDecoderBlock:
         self.ctx.ttnn.deallocate(yn)
         return c
 
-    def __call__(self, x, y, shape_state, rope):
+    def __call__(self, x, y, shape_state, rope, out_memory=None):
+        """`out_memory`: where the result goes when a head taps it (block.residual_step)."""
         ttnn = self.ctx.ttnn
         x1 = self.block.attention_step(x, shape_state, rope)
         x2 = residual_step(self.ctx, x1, self.norm2,
                            lambda h: self._cross(h, y, shape_state, rope))
         ttnn.deallocate(x1)
-        out = self.block.mlp_step(x2, shape_state)
+        out = self.block.mlp_step(x2, shape_state, out_memory)
         ttnn.deallocate(x2)
         return out
 

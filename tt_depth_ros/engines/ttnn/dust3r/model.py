@@ -148,13 +148,17 @@ class TtDust3r:
         ttnn.deallocate(f2, force=False)
         dd = self.cfg.dec_embed_dim
         for i, (b1, b2) in enumerate(zip(self.dec1, self.dec2)):
+            tap = i + 1 in self.cfg.hooks and i + 1 != self.cfg.dec_depth
+            # a tapped layer's output lives until the heads run: DRAM, even when the preset
+            # keeps the residual stream in L1 (left there, it splits L1 under the heads' convs)
+            mem = ttnn.DRAM_MEMORY_CONFIG if tap else None
             # both branches read the previous layer's x1 and x2 (docs/dust3r.md §3.4)
-            n1, n2 = b1(x1, x2, st['attn'], st['rope_dec']), b2(x2, x1, st['attn'],
-                                                                 st['rope_dec'])
+            n1 = b1(x1, x2, st['attn'], st['rope_dec'], out_memory=mem)
+            n2 = b2(x2, x1, st['attn'], st['rope_dec'], out_memory=mem)
             ttnn.deallocate(x1, force=False)
             ttnn.deallocate(x2, force=False)
             x1, x2 = n1, n2
-            if i + 1 in self.cfg.hooks and i + 1 != self.cfg.dec_depth:
+            if tap:
                 taps1.append(self._tokens(x1, sc, dd))
                 taps2.append(self._tokens(x2, sc, dd))
         for x, taps in ((x1, taps1), (x2, taps2)):

@@ -18,17 +18,18 @@ def mlp_params(sd, prefix: str, gamma=None) -> dict:
             'fc2': linear_params(sd[prefix + 'fc2.weight'], sd[prefix + 'fc2.bias'], gamma)}
 
 
-def residual_step(ctx, x, norm, branch):
+def residual_step(ctx, x, norm, branch, out_memory=None):
     """Return x + branch(norm(x)); frees the intermediates, keeps x.
 
-    norm(x) and the sum live where the preset keeps the residual stream (L1 under 'fast').
+    norm(x) and the sum live where the preset keeps the residual stream (L1 under 'fast'); a
+    sum that outlives the blocks (a head's tap) goes to `out_memory` instead.
     """
     ttnn = ctx.ttnn
     mem = ctx.precision.residual_memory(ttnn)
     h = norm(x, memory_config=mem)
     b = branch(h)
     ttnn.deallocate(h)
-    out = ttnn.add(x, b, memory_config=mem)
+    out = ttnn.add(x, b, memory_config=out_memory or mem)
     ttnn.deallocate(b)
     return out
 
@@ -72,10 +73,11 @@ class TtBlock:
         """Return x + attn(norm1(x)); keeps x."""
         return residual_step(self.ctx, x, self.norm1, lambda h: self.attn(h, shape_state, rope))
 
-    def mlp_step(self, x, shape_state=None):
-        """Return x + mlp(mlp_norm(x)); keeps x."""
+    def mlp_step(self, x, shape_state=None, out_memory=None):
+        """Return x + mlp(mlp_norm(x)) (into `out_memory`: residual_step); keeps x."""
         rows = None if shape_state is None else shape_state.rows
-        return residual_step(self.ctx, x, self.mlp_norm, lambda h: self.mlp(h, rows))
+        return residual_step(self.ctx, x, self.mlp_norm, lambda h: self.mlp(h, rows),
+                             out_memory)
 
     def __call__(self, x, shape_state, rope=None):
         x1 = self.attention_step(x, shape_state, rope)
