@@ -65,11 +65,12 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
         assert live <= rep['max_traced_shapes']
 
 
-# each family's default and its other preset of note: DA3 'float32-residual-head' and the speed
-# design 'fast'; DUSt3R 'fast' (its default) and 'bfloat16' (the former default)
+# each family's default and its other presets of note: DA3 'fast-hifi4' (default), 'fast' and
+# 'float32-residual-head' (the former default's DRAM layout); DUSt3R 'fast' (default), 'bfloat16'
 @pytest.mark.parametrize('model,views,cameras,dtype', [
     ('da3-tiny', 1, ('480x640', '720x1280'), None),   # 640x480: one resize step; 1280x720: two
     ('da3-tiny', 1, ('480x640', '720x1280'), 'fast'),
+    ('da3-tiny', 1, ('480x640',), 'float32-residual-head'),
     ('dust3r-tiny', 2, (), None),
     ('dust3r-tiny', 2, (), 'bfloat16')])
 def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
@@ -106,7 +107,7 @@ def test_two_command_queues_real_library(side_python, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('model,views,preset', [('da3-large', 1, 'float32-residual-head'),
+@pytest.mark.parametrize('model,views,preset', [('da3-large', 1, 'fast-hifi4'),
                                                ('dust3r-large', 2, 'fast')])
 def test_full_size_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
                                                                     views, preset):

@@ -1,8 +1,9 @@
 """Full-size parity through the stand-in (slow): DA3 large 280x504, DUSt3R ViT-L 384x512.
 
 rule-v1 weights, against the golden fixtures (our fp32 torch models match them to ~1e-5). DA3 runs
-its default preset 'float32-residual-head' against the issue's gate (depth PCC >= 0.9999; measured
-0.99996, max rel 0.018) and 'bfloat16' beside it (0.99885; gated at 0.998, reported). For
+its default preset 'fast-hifi4' (float32-residual-head's numbers on the speed layout) against the
+issue's gate (depth PCC >= 0.9999; measured 0.99991, max rel 0.026) and 'bfloat16' beside it
+(0.99885; gated at 0.998, reported); DUSt3R its default 'fast' (raw PCC >= 0.995 per channel). For
 comparison, our torch model run entirely in bf16 on the same input measured 0.99949 (an all-bf16
 network does not reach the gate on these synthetic weights); that print-only control left the
 test (a bf16 Large forward on the CPU, ~5 s a run). One weight generation serves both rows.
@@ -62,7 +63,7 @@ def test_da3_large_280x504(ttnn, da3_large, dtype, gate):
           f'{np.median(rel):.5f}; sky-logit sign agreement '
           f'{np.mean((out["sky"] > 0) == (g["sky"][0] > 0)):.4f}; linear/LN weights '
           f'{weights / 1e6:.0f} MB, {ops} ops/forward')
-    assert name == (dtype or 'float32-residual-head')
+    assert name == (dtype or 'fast-hifi4')
     assert p >= gate
     gc.collect()
 
