@@ -39,7 +39,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
                  num_views: Optional[int] = None,
                  cancel: Optional[CancelToken] = None,
                  onnx_provider: Optional[str] = None,
-                 ttnn_command_queues: int = 1) -> Engine:
+                 ttnn_command_queues: int = 1,
+                 ttnn_dtype: Optional[str] = None) -> Engine:
     """Build an engine for `model` on the selected backend.
 
     Args:
@@ -53,7 +54,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         device_id: Accelerator index.
         dtype: torch backends: a precision preset of engines/torch/presets.py (None = 'float32',
             'bfloat16', 'float16' (CUDA), 'bf16-matmul', 'cpu-fast', 'int8' (CPU), 'auto');
-            ttnn: its own dtype names, and 'auto' = its default; onnxruntime: ignored.
+            ttnn: its own preset names (engines/ttnn/precision.py), and 'auto' = the model's
+            default, unless `ttnn_dtype` is given; onnxruntime: ignored.
         revision: Hub revision for weight resolution.
         config: Model config override (tests).
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.
@@ -69,6 +71,9 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         ttnn_command_queues: ttnn only: 2 opens the device with two command queues, so frames
             pipeline through submit / collect (Engine.pipelines); the other backends have one
             queue and ignore it.
+        ttnn_dtype: ttnn only: its precision preset, 'auto' = the model's default; given, it
+            replaces `dtype` there, so one call carries a torch and a ttnn preset (the nodes'
+            torch_dtype and ttnn_precision) and the backend chosen takes its own.
 
     Returns:
         An Engine (not yet prepared for a shape).
@@ -91,6 +96,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
             engine.close()
             cancel.check('after the engine build (engine closed)')
         return engine
+    if chosen == 'ttnn' and ttnn_dtype is not None:
+        dtype = ttnn_dtype
     engine = _build(spec, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
                     cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views,

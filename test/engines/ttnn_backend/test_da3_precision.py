@@ -28,8 +28,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from support.da3_fixtures import tiny_state_dict, write_safetensors
+from tt_depth_ros.engines.cancel import CancelToken
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
-from tt_depth_ros.engines.ttnn.precision import PRESETS, parse_precision
+from tt_depth_ros.engines.ttnn.precision import CHOICES, PRESETS, parse_precision
+from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
+from tt_depth_ros.ros.runtime.engine_builder import build_node_engine
 
 DATA = Path(__file__).resolve().parents[2] / 'data'
 DEFAULT = 'fast-hifi4'
@@ -62,6 +66,22 @@ def test_da3_default_is_the_float32_preset_dust3r_the_speed_design(ttnn, da3_tin
         parse_precision(DEFAULT, 'dust3r')
     with build_ttnn_engine('da3metric-tiny', state_dict=da3_tiny_sd) as eng:
         assert eng.info.dtype == DEFAULT and eng.info.details['precision'] == DEFAULT
+
+
+def test_node_parameter_picks_the_ttnn_preset(ttnn, tmp_path):
+    """ttnn_precision goes through the nodes' one build path; torch_dtype stays torch's."""
+    spec = {s.name: s for s in COMMON_PARAMS}['ttnn_precision']
+    assert spec.default == 'auto' and set(spec.choices) == set(CHOICES) == {'auto', *PRESETS}
+    path = write_safetensors(tiny_state_dict(), tmp_path / 'model.safetensors')
+    p = {'model': 'da3metric-tiny', 'weights_path': str(path), 'backend': 'ttnn', 'device_id': 0,
+         'revision': '', 'engine_plugin': '', 'engine_plugin_args': '{}', 'torch_dtype': 'int8'}
+    log = type('Log', (), {'info': print, 'warning': print})()
+    for value, want in (('auto', DEFAULT), ('fast', 'fast')):
+        with build_node_engine(dict(p, ttnn_precision=value), log, CancelToken()) as eng:
+            assert eng.info.dtype == want and eng.info.details['precision'] == want
+    with pytest.raises(ValueError, match='DA3 only'):
+        build_node_engine(dict(p, model='dust3r-tiny', ttnn_precision=DEFAULT), log,
+                          CancelToken())
 
 
 @pytest.mark.parametrize('case', ['tiny_280x504', 'tiny_378x504', 'tiny_518x518'])

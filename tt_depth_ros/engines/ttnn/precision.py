@@ -112,6 +112,7 @@ FAMILY_PRESETS = {'dust3r': {
 }}
 
 DEFAULTS = {'da3': 'fast-hifi4', 'dust3r': 'fast'}
+CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = DEFAULTS
 DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4')
 
 

@@ -45,8 +45,8 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
 
     Args:
         p: the node's parameter values (model, weights_path, backend, device_id, torch_dtype,
-            revision,
-            engine_plugin, engine_plugin_args; the depth node's onnx_provider).
+            ttnn_precision, revision, engine_plugin, engine_plugin_args; the depth node's
+            onnx_provider).
         logger: the node's logger (build steps are logged).
         cancel: the node's token, cancelled at process shutdown.
         num_views: DA3 any-view / NESTED views per forward (None = the factory's default);
@@ -60,6 +60,7 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
     return build_engine(p['model'], weights=p['weights_path'] or None, backend=p['backend'],
                         device_id=p['device_id'], revision=p['revision'] or None, logger=logger,
                         dtype=p.get('torch_dtype', 'auto'),
+                        ttnn_dtype=p.get('ttnn_precision', 'auto'),
                         num_views=num_views, cancel=cancel,
                         onnx_provider=p.get('onnx_provider') or None,
                         ttnn_command_queues=ttnn_command_queues)
