@@ -62,6 +62,11 @@ def test_predict_errors_are_reported(tmp_path, weights):
     r = _run('predict', str(DATA / 'tiny_280x504.png'), '--model', 'da3mono-large',
              '--formats', 'png16', '--out', str(tmp_path))
     assert r.returncode == 1 and 'relative depth' in r.stderr
+    # --dtype takes every backend's names; the backend chosen refuses another's by name
+    r = _run('predict', str(DATA / 'tiny_280x504.png'), '--model', 'da3metric-tiny',
+             '--weights', str(weights), '--backend', 'torch-cpu', '--dtype', 'fast',
+             '--out', str(tmp_path))
+    assert r.returncode == 1 and "dtype='fast'; allowed" in r.stderr, r.stderr
 
 
 def test_parser_structure():
@@ -72,6 +77,9 @@ def test_parser_structure():
     assert b.model_family == 'dust3r'
     with pytest.raises(SystemExit):
         p.parse_args(['predict', 'da3', 'x.png', '--backend', 'gpu'])
+    assert p.parse_args(['predict', 'da3', 'x.png', '--dtype', 'fast-hifi4']).dtype == 'fast-hifi4'
+    with pytest.raises(SystemExit):
+        p.parse_args(['predict', 'da3', 'x.png', '--dtype', 'fp8'])
 
 
 @pytest.fixture(scope='module')
