@@ -32,11 +32,13 @@ sys.path[:0] = [str(HERE), str(ROOT / 'test'), str(ROOT)]
 import environment  # noqa: E402
 
 # name: (engine model, weights source, default sizes = the golden fixtures' sizes; DUSt3R-Large
-# also portrait, the tiny fixtures' other orientation: its L1 layout differs under 'fast')
+# also portrait, the tiny fixtures' other orientation: its L1 layout differs under 'fast';
+# DA3-Large also the tiny fixtures' sizes and portrait: four shapes through the LRU of two, whose
+# evictions must give back what the library's program cache holds in L1_SMALL (engine.py)
 MODELS = {
     'da3-tiny': ('da3metric-tiny', 'da3_tiny', ['280x504', '378x504', '518x518']),
     'dust3r-tiny': ('dust3r-tiny', 'dust3r_tiny', ['80x112', '384x512', '512x384']),
-    'da3-large': ('da3metric-large', 'da3_large', ['280x504']),
+    'da3-large': ('da3metric-large', 'da3_large', ['280x504', '518x518', '378x504', '504x378']),
     'dust3r-large': ('dust3r-vitl-512-dpt', 'dust3r_large', ['384x512', '512x384']),
 }
 HARVEST = {'13x10': 0, '11x10': 3}     # Tensix columns harvested in the mock descriptor

@@ -105,6 +105,13 @@ class MeshDevice:
     def set_program_cache_misses_allowed(self, allowed: bool) -> None:
         self._misses_allowed = bool(allowed)
 
+    def clear_program_cache(self) -> None:
+        """Forget every compiled program (and, on the device, what they hold in L1_SMALL)."""
+        if self._traces or self._capturing is not None:
+            raise RuntimeError('stand-in: clear_program_cache with a live trace: its replay would '
+                               'use programs (and their buffers) that are gone')
+        self._program_cache.clear()
+
     # -- buffers ------------------------------------------------------------------------------
     def _register(self, t) -> None:
         if not self._is_open:

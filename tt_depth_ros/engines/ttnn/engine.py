@@ -4,7 +4,9 @@ prepare(shape): per-shape constants -> persistent uint8 input -> eager warm-up (
 program, prepares conv weights) -> one trace per prepared shape. A shape arriving after a capture
 releases all traces (nothing may be allocated while one exists), evicts the least recently used
 shapes beyond `max_traced_shapes` (their constants, inputs and per-shape conv weights; the trace
-region is sized for that many traces), warms the new shape and re-captures every kept shape.
+region is sized for that many traces) and then clears the library's program cache (it holds the
+convs' tables in L1_SMALL for every shape ever run), warms the new shape and the kept ones
+again, and re-captures every kept shape.
 infer: host uint8 -> copy into the persistent input -> non-blocking execute_trace -> one
 blocking readback of the packed outputs. close: traces, tensors, device.
 
@@ -133,8 +135,15 @@ class TtnnEngine(Engine):
         sc = shape_config(shape[0], shape[1], self.net.patch, self.net.prefix_tokens,
                           self.ctx.grid)
         self._release_traces()            # allocation below is unsafe while a trace exists
+        evicted = False
         while len(self._shapes) >= self.max_traced_shapes:
             self._evict(next(iter(self._shapes)))
+            evicted = True
+        if evicted:
+            # the library's program cache keeps every shape's programs and what they hold: the
+            # convs' sliding-window tables live in L1_SMALL (32 KB a core), so DA3-Large's third
+            # shape ran out of it though the first was evicted; kept shapes are warmed again
+            self.ctx.device.clear_program_cache()
         self.ctx.active_shape = key
         t0 = time.perf_counter()
         state = self.net.build_shape(sc)
@@ -170,7 +179,22 @@ class TtnnEngine(Engine):
         self._shapes[key] = entry
         self._log(f'ttnn: warmed {_label(key)} in {time.perf_counter() - t0:.1f} s '
                   f'({sc.tokens} tokens -> {sc.seq})')
+        if evicted:
+            self._warm_kept(key)
         self._capture_all()
+
+    def _warm_kept(self, new: Key) -> None:
+        """Compile every kept key's programs again (an eager forward): no capture may compile."""
+        ttnn = self.ctx.ttnn
+        for key, e in self._shapes.items():
+            if key == new:
+                continue
+            self.ctx.active_shape = key
+            t0 = time.perf_counter()
+            ttnn.deallocate(self._forward(e))
+            ttnn.synchronize_device(self.ctx.device)
+            self._log(f'ttnn: warmed {_label(key)} again in {time.perf_counter() - t0:.1f} s '
+                      '(program cache cleared)')
 
     def _forward(self, e: _Shape):
         if e.camera is not None:
