@@ -76,6 +76,24 @@ def observe(ttnn, dev, memory_freed) -> dict:
             obs[f'in0-broadcast matmul, in1 {where_b}, out {where_out}'] = \
                 'rejected: ' + ('in0_reuse' in str(e)) * 'in0_reuse'
         ttnn.deallocate(b)
+    # ... and under an explicit 1D program config (the head resizes' L1 intermediates)
+    for label, pm, pn, fuse in (('1D', 2, 2, False), ('1D per_core_N short', 2, 1, False),
+                                ('1D per_core_M long', 3, 2, False), ('1D fuse_batch', 2, 2, True)):
+        pc = ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(
+            compute_with_storage_grid_size=ttnn.CoreCoord(11, 10), in0_block_w=1,
+            out_subblock_h=1, out_subblock_w=1, per_core_M=pm, per_core_N=pn, fuse_batch=fuse,
+            fused_activation=None, mcast_in0=False)
+        l1 = ttnn.L1_MEMORY_CONFIG
+        b = ttnn.from_torch(torch.zeros(1, 3, 32, 64), dtype=ttnn.bfloat16,
+                            layout=ttnn.TILE_LAYOUT, device=dev, memory_config=l1)
+        try:
+            y = ttnn.matmul(a, b, memory_config=l1, program_config=pc)
+            obs[f'in0-broadcast matmul, {label}, in1 L1, out L1'] = list(y.shape)
+            ttnn.deallocate(y)
+        except RuntimeError as e:
+            why = [k for k in ('in0_reuse', 'num_blocks_x', 'per_core_M <= Mt') if k in str(e)]
+            obs[f'in0-broadcast matmul, {label}, in1 L1, out L1'] = 'rejected: ' + ''.join(why[:1])
+        ttnn.deallocate(b)
     for force in (True, False):
         base = up((1, 1, 256, 64))
         view = ttnn.reshape(base, (1, 256, 64))

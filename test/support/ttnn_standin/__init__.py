@@ -85,6 +85,7 @@ from .types import (
     DispatchCoreType,
     Layout,
     MathFidelity,
+    MatmulMultiCoreReuseMultiCast1DProgramConfig,
     MatmulMultiCoreReuseMultiCastProgramConfig,
     MemoryConfig,
     MeshShape,

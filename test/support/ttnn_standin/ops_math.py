@@ -41,6 +41,7 @@ from .types import (
     DataType,
     Layout,
     MathFidelity,
+    MatmulMultiCoreReuseMultiCast1DProgramConfig,
     MatmulMultiCoreReuseMultiCastProgramConfig,
     UnaryOpType,
 )
@@ -134,6 +135,31 @@ def _check_2d_mcast(name, pc, a, b, cfg):
         raise RuntimeError(f'TT_FATAL: {name}: ' + '; '.join(problems))
 
 
+def _check_1d_in0_reuse(name, pc, a, b, cfg):
+    """What the real 1D matmul validates about its config when in0 is reused (probed on 0.81.1).
+
+    Per batch of in1 the output is Mt x Nt tiles: one block covers all of N (num_blocks_x == 1),
+    per_core_M <= Mt, in0_block_w divides Kt, the subblock divides the block and fits the
+    destination (4 tiles with fp32 accumulation, else 8).
+    """
+    mt, kt, nt = (-(-a.shape[-2] // TILE), -(-a.shape[-1] // TILE), -(-b.shape[-1] // TILE))
+    problems = []
+    if -(-nt // pc.per_core_N) != 1:
+        problems.append(f'num_blocks_x == 1 (per_core_N {pc.per_core_N}, Nt {nt})')
+    if pc.per_core_M > mt:
+        problems.append(f'per_core_M <= Mt ({pc.per_core_M} > {mt})')
+    if kt % pc.in0_block_w:
+        problems.append(f'in0_block_w {pc.in0_block_w} must divide Kt {kt}')
+    if pc.per_core_M % pc.out_subblock_h or pc.per_core_N % pc.out_subblock_w:
+        problems.append(f'out_subblock {pc.out_subblock_h}x{pc.out_subblock_w} must divide '
+                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
+    limit = 4 if cfg is not None and cfg.fp32_dest_acc_en else 8
+    if pc.out_subblock_h * pc.out_subblock_w > limit:
+        problems.append(f'out_subblock_h * out_subblock_w <= available_reg_count ({limit})')
+    if problems:
+        raise RuntimeError(f'TT_FATAL: {name}: ' + '; '.join(problems))
+
+
 def _contract_check(name, a, b):
     k = a.shape[-1]
     if k != b.shape[-2]:
@@ -145,16 +171,26 @@ def _contract_check(name, a, b):
 
 
 def _in0_reuse_check(name, a, b, memory_config, program_config):
-    """A batch-1 in0 reused across in1's batches: what the real library's own config allows.
+    """A batch-1 in0 reused across in1's batches: which programs the real library allows.
 
     Seen on the real ttnn 0.81.1 (test/ttnn_dryrun/test_standin_agrees.py): with the library
-    choosing the program, only DRAM-interleaved in1 and output pass; an L1 one is rejected.
+    choosing the program, DRAM-interleaved in1 and output pass and an L1 one is rejected (at
+    some shapes it passes too; not modelled: the engine never asks); a 1D config with
+    mcast_in0=False and fuse_batch=False passes with L1 or DRAM (_check_1d_in0_reuse), other
+    configs do not.
     """
     if all(d == 1 for d in b.shape[:-2]) or any(d != 1 for d in a.shape[:-2]):
+        if isinstance(program_config, MatmulMultiCoreReuseMultiCast1DProgramConfig):
+            raise RuntimeError(f'stand-in: {name}: a 1D program config is modelled only for a '
+                               'batch-1 in0 reused across in1\'s batches')
         return
 
     def dram(mc):
         return mc is None or (mc.buffer_type == BufferType.DRAM and not mc.is_sharded())
+    if isinstance(program_config, MatmulMultiCoreReuseMultiCast1DProgramConfig) and \
+            not program_config.fuse_batch and not program_config.mcast_in0 and \
+            len(a.shape) == len(b.shape) >= 3 and dram(a.memory_config()):
+        return
     ok = (len(a.shape) == len(b.shape) >= 3 and program_config is None and
           dram(a.memory_config()) and dram(b.memory_config()) and dram(memory_config))
     if not ok:
@@ -191,7 +227,12 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
                                f'grid ({grid.x}x{grid.y})')
     if activation not in (None, 'gelu', 'relu'):
         raise RuntimeError(f'stand-in: {_name}: activation {activation!r} not modelled')
-    if isinstance(program_config, MatmulMultiCoreReuseMultiCastProgramConfig):
+    if isinstance(program_config, MatmulMultiCoreReuseMultiCast1DProgramConfig):
+        _check_1d_in0_reuse(_name, program_config, a, b, compute_kernel_config)
+        if program_config.fused_activation is not None:
+            raise RuntimeError(f'stand-in: {_name}: a fused activation in a 1D config is not '
+                               'modelled')
+    elif isinstance(program_config, MatmulMultiCoreReuseMultiCastProgramConfig):
         _check_2d_mcast(_name, program_config, a, b, compute_kernel_config)
         fused = program_config.fused_activation
         if fused is not None:

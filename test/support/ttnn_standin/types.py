@@ -220,6 +220,29 @@ class MatmulMultiCoreReuseMultiCastProgramConfig:
                 f'transpose={self.transpose_mcast}, act={act})')
 
 
+class MatmulMultiCoreReuseMultiCast1DProgramConfig:
+    """1D matmul program config, the real signature (in0 reuse only: ops_math)."""
+
+    def __init__(self, *, compute_with_storage_grid_size, in0_block_w, out_subblock_h,
+                 out_subblock_w, out_block_h=None, out_block_w=None, per_core_M, per_core_N,
+                 fuse_batch, fused_activation=None, mcast_in0, gather_in0=False,
+                 hop_cores={}, num_global_cb_receivers=1, untilize_out=False,  # noqa: B006
+                 allowed_worker_cores=None, stream_in1=False):
+        self.compute_with_storage_grid_size = compute_with_storage_grid_size
+        self.in0_block_w = int(in0_block_w)
+        self.out_subblock_h, self.out_subblock_w = int(out_subblock_h), int(out_subblock_w)
+        self.per_core_M, self.per_core_N = int(per_core_M), int(per_core_N)
+        self.fuse_batch, self.mcast_in0 = bool(fuse_batch), bool(mcast_in0)
+        self.fused_activation = fused_activation
+
+    def __repr__(self) -> str:
+        g = self.compute_with_storage_grid_size
+        return (f'MatmulMultiCoreReuseMultiCast1DProgramConfig(grid={g!r}, '
+                f'in0_block_w={self.in0_block_w}, sub={self.out_subblock_h}x'
+                f'{self.out_subblock_w}, per_core={self.per_core_M}x{self.per_core_N}, '
+                f'fuse_batch={self.fuse_batch}, mcast_in0={self.mcast_in0})')
+
+
 class UnaryWithParam:
     def __init__(self, op_type, param=None, /):
         self.op_type = op_type

@@ -124,3 +124,27 @@ def linear_program_config(ttnn, grid: tuple[int, int], rows: int, k: int, n: int
         transpose_mcast=False,
         fused_activation=ttnn.UnaryWithParam(ttnn.UnaryOpType.GELU) if gelu else None,
         fuse_batch=True)
+
+
+def resize_program_config(ttnn, grid: tuple[int, int], ho: int, h: int, c: int, batches: int,
+                          *, fp32_acc: bool = True):
+    """1D config of a head resize step A (1, 1, Ho, H) @ X (1, B, H, C), A reused per batch.
+
+    With the program the library picks, a batch-1 first operand is reused across the second's
+    batches only when X and the result are DRAM-interleaved; this config (in1 multicast,
+    batches not fused) takes them in L1 too (probed on 0.81.1; test_standin_agrees.py). Its
+    rules: one block spans all of C (per_core_N = Ct), per_core_M <= Mt, in0_block_w divides
+    Kt. The Ho rows of a batch are split so that the batches times the splits come near the
+    grid's core count (a 16-batch step on 110 cores: 6 splits of Mt).
+    """
+    gx, gy = grid
+    mt, kt, ct = -(-ho // 32), -(-h // 32), -(-c // 32)
+    splits = max(1, min(mt, (gx * gy) // max(1, batches)))
+    per_m = -(-mt // splits)
+    limit = 4 if fp32_acc else 8
+    sub_w = _largest_divisor(ct, limit)
+    sub_h = 1 if sub_w < ct else _largest_divisor(per_m, limit // sub_w)
+    return ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(gx, gy), in0_block_w=_largest_divisor(kt, 4),
+        out_subblock_h=sub_h, out_subblock_w=sub_w, per_core_M=per_m, per_core_N=ct,
+        fuse_batch=False, fused_activation=None, mcast_in0=False)

@@ -75,7 +75,7 @@ FAST_ROLES_DUST3R = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True),
 PRESETS = {
     # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights
     #        [, per-role matmul settings, bf16 weight groups, program configs, L1 inner,
-    #        L1 residual, bf16 head resizes as hi + lo, SDPA mask])
+    #        L1 residual, bf16 head resizes as hi + lo, SDPA mask, L1 resize intermediates])
     'bfloat16': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
     'bfloat16-hifi2': ('bfloat16', 'HiFi2', True, _BF16, _BF16, _BF16, ()),
     'bfloat8_b': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
@@ -92,7 +92,7 @@ PRESETS = {
     # bf16, 1.1 MB in bfloat4_b); 0 stays exactly 0 and -1e9 reads back as -9.4e8 (the real
     # library's packing, which the stand-in matches bit for bit: test/ttnn_conformance).
     'fast': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
-             FAST_ROLES_DA3, (), True, True, True, True, 'bfloat4_b'),
+             FAST_ROLES_DA3, (), True, True, True, True, 'bfloat4_b', True),
     # The DA3 default: 'float32-residual-head' numbers on the speed design's layout. Program
     # configs, L1 residency and the bfloat4_b mask change where tensors live, not a value (the
     # mask's 0 stays 0 and its -9.4e8 underflows the softmax as -1e9 does), so with HiFi4 + fp32
@@ -100,7 +100,7 @@ PRESETS = {
     # (DA3-Large 280x504 PCC 0.999909) at about half the estimated time (README "Presets today").
     'fast-hifi4': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16,
                    ('norm', 'folded', 'patch', 'head'), (), (), True, True, True, True,
-                   'bfloat4_b'),
+                   'bfloat4_b', True),
 }
 
 # A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16
@@ -108,7 +108,7 @@ PRESETS = {
 # and its head resizes take one bf16 matrix per side (pts3d 0.99593 vs 0.99578 with hi + lo).
 FAMILY_PRESETS = {'dust3r': {
     'fast': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES_DUST3R, (), True,
-             True, True, False, 'bfloat4_b'),
+             True, True, False, 'bfloat4_b', True),
 }}
 
 DEFAULTS = {'da3': 'fast-hifi4', 'dust3r': 'fast'}
@@ -135,6 +135,7 @@ class Precision:
     l1_residual: bool = False      # the encoder's residual stream and LayerNorm outputs in L1
     resize_hi_lo: bool = True      # a bf16 head's resizes as bf16 hi + lo matrices (resize.py)
     mask: str = _BF16              # the SDPA key mask (0 stays 0 in a block float, -1e9 huge)
+    l1_resize: bool = False        # a head resize's intermediates in L1 when they fit (resize.py)
 
     def __post_init__(self):
         bad = [r[0] for r in self.roles if r[0] not in ROLES or len(r) not in (3, 4)]

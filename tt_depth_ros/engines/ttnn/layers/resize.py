@@ -14,6 +14,11 @@ W % 32 == 0 (DUSt3R), the input reshape (1, 1, H*W, C) -> (1, H, W, C) is a view
 input (a conv's result handed over as such when W % 32 != 0, dpt_output.py) is reshaped and
 permuted row-major and tilized once instead of reshaped tile-padded and permuted.
 
+Under a preset's `l1_resize` a single-matrix resize whose intermediates fit L1_RESIZE_BYTES keeps
+them in L1: the permuted input, the height step's result and its permute. Both steps then take
+an explicit 1D program config (config.resize_program_config): the library reuses the batch-1
+matrix across L1 batches only under that config. The result goes to DRAM for its reader.
+
 Interpolation weights such as 159/279 are not bf16 numbers: next to bf16 activations each
 matrix is split into A_hi + A_lo (both bf16, A_lo = bf16(A - A_hi)) and applied as two
 matmuls, which keeps the weights to ~16 bits. A float32 head (the DA3 presets) takes one
@@ -27,7 +32,12 @@ from __future__ import annotations
 
 import torch
 
-from tt_depth_ros.engines.ttnn.common import upload
+from tt_depth_ros.engines.ttnn.common import pad_to, upload
+from tt_depth_ros.engines.ttnn.config import resize_program_config
+
+# L1 a resize may hold at once for its intermediates (a preset's l1_resize): 32 MiB is ~300 KB
+# of each core's 1.5 MB on 110 cores, freed before the next op (a conv) needs its buffers
+L1_RESIZE_BYTES = 32 << 20
 
 
 def interp_matrix(n_in: int, n_out: int, keep: int | None = None) -> torch.Tensor:
@@ -70,21 +80,35 @@ class TtResize:
         parts = (lambda a: [a]) if one else split_bf16                   # the matrix, or hi + lo
         self.ah = [upload(ctx, m[None, None], dtype=head) for m in parts(ah)]   # (1, 1, Ho, H)
         self.aw = [upload(ctx, m[None, None], dtype=head) for m in parts(aw)]   # (1, 1, Wo, W)
+        self.l1 = None
+        if one and ctx.precision.l1_resize:
+            size = 4 if head == ctx.ttnn.float32 else 2
+            (h, w), ho, c = in_hw, out_hw[0], channels
+            tp, u, up = w * pad_to(h) * c, w * pad_to(ho) * c, ho * pad_to(w) * c
+            # both steps batched (a 1-wide map is a plain matmul: the config is for reuse)
+            if min(w, ho) > 1 and max(tp + u, u + up) * size <= L1_RESIZE_BYTES:
+                fp32_acc = ctx.precision.matmul_setting()[1]
+                self.l1 = (resize_program_config(ctx.ttnn, ctx.grid, ho, h, c, w,
+                                                 fp32_acc=fp32_acc),
+                           resize_program_config(ctx.ttnn, ctx.grid, out_hw[1], w, c, ho,
+                                                 fp32_acc=fp32_acc))
 
     def __call__(self, x):
         ttnn = self.ctx.ttnn
+        mid, (cfg_h, cfg_w) = ((ttnn.L1_MEMORY_CONFIG, self.l1) if self.l1 else
+                               (ttnn.DRAM_MEMORY_CONFIG, (None, None)))
         t = ttnn.reshape(x, (1, self.h, self.w, self.c), pad_value=0.0)  # a view if W % 32 == 0
-        tp = ttnn.permute(t, (0, 2, 1, 3))                               # (1, W, H, C)
+        tp = ttnn.permute(t, (0, 2, 1, 3), memory_config=mid)            # (1, W, H, C)
         ttnn.deallocate(t, force=False)
         if tp.layout != ttnn.TILE_LAYOUT:              # a row-major conv result (module doc)
-            tt = ttnn.to_layout(tp, ttnn.TILE_LAYOUT, pad_value=0.0)
+            tt = ttnn.to_layout(tp, ttnn.TILE_LAYOUT, memory_config=mid, pad_value=0.0)
             ttnn.deallocate(tp)
             tp = tt
-        u = self._matmul2(tp, self.ah)                                   # (1, W, Ho, C)
+        u = self._matmul2(tp, self.ah, mid, cfg_h)                       # (1, W, Ho, C)
         ttnn.deallocate(tp)
-        up = ttnn.permute(u, (0, 2, 1, 3))                               # (1, Ho, W, C)
+        up = ttnn.permute(u, (0, 2, 1, 3), memory_config=mid)            # (1, Ho, W, C)
         ttnn.deallocate(u)
-        y = self._matmul2(up, self.aw)                                   # (1, Ho, Wo, C)
+        y = self._matmul2(up, self.aw, ttnn.DRAM_MEMORY_CONFIG, cfg_w)   # (1, Ho, Wo, C)
         ttnn.deallocate(up)
         if self.nhwc:
             return y
@@ -93,11 +117,13 @@ class TtResize:
         ttnn.deallocate(y, force=False)
         return out
 
-    def _matmul2(self, x, mats):
+    def _matmul2(self, x, mats, memory_config, program_config):
         """M @ x, M one matrix (broadcast over x's batch) or M_hi + M_lo (two matmuls, an add)."""
         ttnn = self.ctx.ttnn
         cfg = self.ctx.matmul_config()
-        parts = [ttnn.matmul(m, x, dtype=x.dtype, compute_kernel_config=cfg) for m in mats]
+        parts = [ttnn.matmul(m, x, dtype=x.dtype, compute_kernel_config=cfg,
+                             memory_config=memory_config, program_config=program_config)
+                 for m in mats]
         if len(parts) == 1:
             return parts[0]
         out = ttnn.add(parts[0], parts[1])
