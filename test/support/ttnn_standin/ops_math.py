@@ -110,6 +110,20 @@ def fpu_matmul(in0, in1, cfg):
     return acc
 
 
+def _block_problems(pc, kt: int, cfg) -> list[str]:
+    """What every multicast config must satisfy: K blocks, the output subblock and its size."""
+    problems = []
+    if kt % pc.in0_block_w:
+        problems.append(f'in0_block_w {pc.in0_block_w} must divide Kt {kt}')
+    if pc.per_core_M % pc.out_subblock_h or pc.per_core_N % pc.out_subblock_w:
+        problems.append(f'out_subblock {pc.out_subblock_h}x{pc.out_subblock_w} must divide '
+                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
+    limit = 4 if cfg is not None and cfg.fp32_dest_acc_en else 8
+    if pc.out_subblock_h * pc.out_subblock_w > limit:
+        problems.append(f'out_subblock_h * out_subblock_w <= available_reg_count ({limit})')
+    return problems
+
+
 def _check_2d_mcast(name, pc, a, b, cfg):
     """What the real 2D-multicast matmul validates about its program config (tile counts)."""
     grid = a._device.compute_with_storage_grid_size() if a._device else None
@@ -119,15 +133,7 @@ def _check_2d_mcast(name, pc, a, b, cfg):
     mt = -(-math.prod(a.shape[:-1]) // TILE) if pc.fuse_batch else -(-a.shape[-2] // TILE)
     kt, nt = -(-a.shape[-1] // TILE), -(-b.shape[-1] // TILE)
     rows, cols = (g.x, g.y) if pc.transpose_mcast else (g.y, g.x)
-    problems = []
-    if kt % pc.in0_block_w:
-        problems.append(f'in0_block_w {pc.in0_block_w} must divide Kt {kt}')
-    if pc.per_core_M % pc.out_subblock_h or pc.per_core_N % pc.out_subblock_w:
-        problems.append(f'out_subblock {pc.out_subblock_h}x{pc.out_subblock_w} must divide '
-                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
-    limit = 4 if cfg is not None and cfg.fp32_dest_acc_en else 8
-    if pc.out_subblock_h * pc.out_subblock_w > limit:
-        problems.append(f'out_subblock_h * out_subblock_w must be <= {limit}')
+    problems = _block_problems(pc, kt, cfg)
     if -(-mt // pc.per_core_M) > rows or -(-nt // pc.per_core_N) > cols:
         problems.append(f'{mt}x{nt} output tiles need more than the {rows}x{cols} cores at '
                         f'per_core {pc.per_core_M}x{pc.per_core_N}')
@@ -143,19 +149,11 @@ def _check_1d_in0_reuse(name, pc, a, b, cfg):
     destination (4 tiles with fp32 accumulation, else 8).
     """
     mt, kt, nt = (-(-a.shape[-2] // TILE), -(-a.shape[-1] // TILE), -(-b.shape[-1] // TILE))
-    problems = []
+    problems = _block_problems(pc, kt, cfg)
     if -(-nt // pc.per_core_N) != 1:
         problems.append(f'num_blocks_x == 1 (per_core_N {pc.per_core_N}, Nt {nt})')
     if pc.per_core_M > mt:
         problems.append(f'per_core_M <= Mt ({pc.per_core_M} > {mt})')
-    if kt % pc.in0_block_w:
-        problems.append(f'in0_block_w {pc.in0_block_w} must divide Kt {kt}')
-    if pc.per_core_M % pc.out_subblock_h or pc.per_core_N % pc.out_subblock_w:
-        problems.append(f'out_subblock {pc.out_subblock_h}x{pc.out_subblock_w} must divide '
-                        f'per_core {pc.per_core_M}x{pc.per_core_N}')
-    limit = 4 if cfg is not None and cfg.fp32_dest_acc_en else 8
-    if pc.out_subblock_h * pc.out_subblock_w > limit:
-        problems.append(f'out_subblock_h * out_subblock_w <= available_reg_count ({limit})')
     if problems:
         raise RuntimeError(f'TT_FATAL: {name}: ' + '; '.join(problems))
 

@@ -99,6 +99,13 @@ def _largest_divisor(n: int, limit: int) -> int:
     return next(d for d in range(min(n, limit), 0, -1) if n % d == 0)
 
 
+def _out_subblock(per_m: int, per_n: int, fp32_acc: bool) -> tuple[int, int]:
+    """(h, w) tiles the destination holds: <= 4 with fp32 accumulation, else 8; 1 high if narrow."""
+    limit = 4 if fp32_acc else 8
+    sub_w = _largest_divisor(per_n, limit)
+    return (1 if sub_w < per_n else _largest_divisor(per_m, limit // sub_w)), sub_w
+
+
 def linear_program_config(ttnn, grid: tuple[int, int], rows: int, k: int, n: int, *,
                           gelu: bool = False, fp32_acc: bool = True):
     """2D-multicast program config of a [rows, k] x [k, n] linear over the whole compute grid.
@@ -115,9 +122,7 @@ def linear_program_config(ttnn, grid: tuple[int, int], rows: int, k: int, n: int
     gx, gy = grid
     mt, kt, nt = -(-rows // 32), -(-k // 32), -(-n // 32)
     per_m, per_n = -(-mt // gy), -(-nt // gx)
-    limit = 4 if fp32_acc else 8
-    sub_w = _largest_divisor(per_n, limit)
-    sub_h = 1 if sub_w < per_n else _largest_divisor(per_m, limit // sub_w)
+    sub_h, sub_w = _out_subblock(per_m, per_n, fp32_acc)
     return ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
         compute_with_storage_grid_size=ttnn.CoreCoord(gx, gy), in0_block_w=_largest_divisor(kt, 4),
         out_subblock_h=sub_h, out_subblock_w=sub_w, per_core_M=per_m, per_core_N=per_n,
@@ -141,9 +146,7 @@ def resize_program_config(ttnn, grid: tuple[int, int], ho: int, h: int, c: int, 
     mt, kt, ct = -(-ho // 32), -(-h // 32), -(-c // 32)
     splits = max(1, min(mt, (gx * gy) // max(1, batches)))
     per_m = -(-mt // splits)
-    limit = 4 if fp32_acc else 8
-    sub_w = _largest_divisor(ct, limit)
-    sub_h = 1 if sub_w < ct else _largest_divisor(per_m, limit // sub_w)
+    sub_h, sub_w = _out_subblock(per_m, ct, fp32_acc)
     return ttnn.MatmulMultiCoreReuseMultiCast1DProgramConfig(
         compute_with_storage_grid_size=ttnn.CoreCoord(gx, gy), in0_block_w=_largest_divisor(kt, 4),
         out_subblock_h=sub_h, out_subblock_w=sub_w, per_core_M=per_m, per_core_N=ct,
