@@ -129,6 +129,27 @@ def test_a_new_shape_while_frames_are_in_flight(ttnn, da3_tiny_sd, schedule):
         assert_same(eng.collect(first), want[0])
 
 
+def test_a_kept_shape_after_an_eviction(ttnn, da3_tiny_sd, schedule):
+    """An eviction clears the program cache: a kept shape's per-frame copy compiles again too.
+
+    It must, before the traces exist: a compile while one exists lands where a replay writes.
+    """
+    shapes = [SHAPE, (42, 28), (28, 28)]
+    images = [frames(1, shape=hw, seed=i)[0] for i, hw in enumerate(shapes)]
+    with build_ttnn_engine('da3metric-tiny', state_dict=da3_tiny_sd) as eng:
+        want = [eng.infer(im) for im in images]
+    schedule('cq0_lazy')
+    with build_ttnn_engine('da3metric-tiny', state_dict=da3_tiny_sd, command_queues=2,
+                           max_traced_shapes=2) as eng:
+        for im in images[:2]:
+            eng.collect(eng.submit(im))
+        third = eng.submit(images[2])           # evicts SHAPE, keeps (42, 28)
+        kept = eng.submit(images[1])
+        assert_same(eng.collect(third), want[2])
+        assert_same(eng.collect(kept), want[1])
+        assert eng.info.details['shapes'] == [list(shapes[2]), list(shapes[1])]   # LRU first
+
+
 def test_camera_frames_through_the_pipeline(ttnn, da3_tiny_sd, schedule):
     cam = frames(3, shape=(30, 40), seed=2)
     rmap = resize_map((30, 40), SHAPE, None)

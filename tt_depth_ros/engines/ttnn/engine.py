@@ -162,12 +162,8 @@ class TtnnEngine(Engine):
                                    dtype=ttnn.uint8)
             for x in inputs + staging:
                 ttnn.copy_host_to_device_tensor(zero, x)
-            for src, dst in zip(staging, inputs):   # compile the per-frame copy before capture:
-                ttnn.copy(src, dst)                 # no kernel binary may be allocated later
             entry = _Shape(sc, state, inputs, camera, staging=staging)
-            out = self._forward(entry)    # eager warm-up: compile + conv prep
-            ttnn.synchronize_device(self.ctx.device)
-            ttnn.deallocate(out)
+            self._warm(entry)             # eager: compile + conv prep
         except BaseException:
             for x in inputs + staging:
                 ttnn.deallocate(x)
@@ -183,16 +179,25 @@ class TtnnEngine(Engine):
             self._warm_kept(key)
         self._capture_all()
 
-    def _warm_kept(self, new: Key) -> None:
-        """Compile every kept key's programs again (an eager forward): no capture may compile."""
+    def _warm(self, e: _Shape) -> None:
+        """Compile a key's programs, the staging copy and the forward, before any capture.
+
+        No kernel binary may be allocated while a trace exists.
+        """
         ttnn = self.ctx.ttnn
+        for src, dst in zip(e.staging, e.inputs):
+            ttnn.copy(src, dst)
+        ttnn.deallocate(self._forward(e))
+        ttnn.synchronize_device(self.ctx.device)
+
+    def _warm_kept(self, new: Key) -> None:
+        """Compile every kept key's programs again after the program cache was cleared."""
         for key, e in self._shapes.items():
             if key == new:
                 continue
             self.ctx.active_shape = key
             t0 = time.perf_counter()
-            ttnn.deallocate(self._forward(e))
-            ttnn.synchronize_device(self.ctx.device)
+            self._warm(e)
             self._log(f'ttnn: warmed {_label(key)} again in {time.perf_counter() - t0:.1f} s '
                       '(program cache cleared)')
 
