@@ -67,15 +67,16 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
 
 # each family's default and its other presets of note: DA3 'fast-hifi4' (default), 'fast' and
 # 'float32-residual-head' (the former default's DRAM layout); DUSt3R 'fast' (default), 'bfloat16'
-@pytest.mark.parametrize('model,views,cameras,dtype', [
-    ('da3-tiny', 1, ('480x640', '720x1280'), None),   # 640x480: one resize step; 1280x720: two
-    ('da3-tiny', 1, ('480x640', '720x1280'), 'fast'),
-    ('da3-tiny', 1, ('480x640',), 'float32-residual-head'),
-    ('dust3r-tiny', 2, (), None),
-    ('dust3r-tiny', 2, (), 'bfloat16')])
+# (the former default at one size: its layout is the DRAM one every size took before)
+@pytest.mark.parametrize('model,views,sizes,cameras,dtype', [
+    ('da3-tiny', 1, (), ('480x640', '720x1280'), None),  # 640x480: one resize step; 1280x720: two
+    ('da3-tiny', 1, (), ('480x640', '720x1280'), 'fast'),
+    ('da3-tiny', 1, ('280x504',), ('480x640',), 'float32-residual-head'),
+    ('dust3r-tiny', 2, (), (), None),
+    ('dust3r-tiny', 2, ('80x112',), (), 'bfloat16')])
 def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
-                                                               views, cameras, dtype):
-    rep = run_driver(tmp_path, model, cameras=cameras,
+                                                               views, sizes, cameras, dtype):
+    rep = run_driver(tmp_path, model, sizes=sizes, cameras=cameras,
                      extra=() if dtype is None else ('--dtype', dtype))
     check_report(rep, views)
     if dtype is not None:
