@@ -5,15 +5,8 @@ Every other list is derived from `MODELS`: the factory's builders and backend ch
 (engines/licence.py), the torch builders (engines/torch/), the predictors (pipelines/), the CLI
 `--model` choices (tools/cli/) and the pair node's model checks (ros/pair/). The kind a model
 is of is read here and nowhere else: builders put it into `EngineInfo.details` ('kind',
-'is_metric'), which is what ROS code reads (ros/depth/relative_outputs.py).
-
-Kinds (what the depth output means):
-
-* 'metric': DA3METRIC: raw depth x f'/300 = metres (geometry/depth/metric_depth.py); single view.
-* 'mono': relative single-view depth with a sky head (DA3MONO).
-* 'anyview': relative multi-view depth + confidence, rays, camera pose and intrinsics.
-* 'nested': any-view plus the metric branch: metres, sky, camera pose in metres.
-* 'pointmap': DUSt3R: two scale-free pointmaps in camera 1's frame.
+'is_metric'), which is what ROS code reads. What each kind means and gives is
+models/kind.py `ModelKind`.
 
 Weight pins (docs/da3.md "Published weight hashes", docs/dust3r.md §1): a `WeightSpec.sha256` is
 either the full hex digest or a published prefix of it (12 hex digits); only those digits are
@@ -28,11 +21,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tt_depth_ros.engines.base import ANY_VIEWS, BACKENDS
+from tt_depth_ros.models.kind import ModelKind
 
 FAMILIES = ('da3', 'dust3r')
-KINDS = ('metric', 'mono', 'anyview', 'nested', 'pointmap')
-MULTI_VIEW_KINDS = ('anyview', 'nested')
-"""Kinds with one forward over any number of views and camera estimates (views ANY_VIEWS)."""
 OPT_IN_LICENCES = ('CC-BY-NC-4.0',)
 """Licences a model loads under only with the explicit opt-in (engines/licence.py): the
 non-commercial DA3 checkpoints. DUSt3R's CC-BY-NC-SA-4.0 is recorded but has never been gated."""
@@ -65,14 +56,14 @@ class WeightSpec:
         return self.sha256 is not None and len(self.sha256) < 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelSpec:
     """One model.
 
     Args:
         name: The name every API, CLI and node parameter takes.
         family: 'da3' or 'dust3r' (FAMILIES): which builder and preprocessing.
-        kind: What the depth output means (KINDS, module docstring).
+        kind: What the depth output means (models/kind.py).
         views: Images per forward: 1, 2 (DUSt3R) or ANY_VIEWS (engines/base.py: any number).
         backends: Where it runs (engines/base.BACKENDS order).
         weights: Published weights; None = a test configuration (weights from a file or a
@@ -85,7 +76,7 @@ class ModelSpec:
 
     name: str
     family: str
-    kind: str
+    kind: ModelKind
     views: int
     backends: tuple[str, ...]
     weights: Optional[WeightSpec]
@@ -97,12 +88,12 @@ class ModelSpec:
     @property
     def is_metric(self) -> bool:
         """Whether the depth output is in metres."""
-        return self.kind in ('metric', 'nested')
+        return self.kind.is_metric
 
     @property
     def multi_view(self) -> bool:
         """Any-view or NESTED: one forward over any number of views, camera estimates."""
-        return self.kind in MULTI_VIEW_KINDS
+        return self.kind.multi_view
 
     @property
     def test_only(self) -> bool:
@@ -116,7 +107,7 @@ class ModelSpec:
 
     def details(self) -> dict:
         """What every engine of this model reports in `EngineInfo.details`."""
-        return {'kind': self.kind, 'is_metric': self.is_metric}
+        return {'kind': self.kind.value, 'is_metric': self.is_metric}
 
 
 _NO_PIN = ('no pinned revision or SHA-256 known (no hub access when registered): '
@@ -125,6 +116,7 @@ _PREFIX = ('SHA-256 prefix from a public model card that checks the authors\' fi
            '(docs/da3.md "Published weight hashes")')
 _METRIC = 'metric depth (m, needs K), sky'
 _ANYVIEW = 'relative depth + confidence, rays, camera pose + intrinsics (multi-view)'
+_POINTMAP = "two scale-free pointmaps + confidence in camera 1's frame"
 
 
 def _da3_hub(repo: str, sha256: Optional[str] = None) -> WeightSpec:
@@ -135,43 +127,61 @@ def _da3_hub(repo: str, sha256: Optional[str] = None) -> WeightSpec:
 MODELS: dict[str, ModelSpec] = {m.name: m for m in (
     # The DA3METRIC-LARGE pin (commit, full SHA-256, 1,336,734,448 bytes = fp32) is taken from a
     # third-party project's checksum-pinned download; its first 12 digits are the published ones.
-    ModelSpec('da3metric-large', 'da3', 'metric', 1, BACKENDS, WeightSpec(
-        'depth-anything/DA3METRIC-LARGE', 'model.safetensors',
-        revision='4010e39f3634a45bc60553321fb49fb760bd594e',
-        sha256='bbea5b0b3ee389849cffa7ddae89de064a90abd2b055fc5aa99aac68db324776',
-        note='pin from a third-party checksum list; its hash starts with the published prefix'),
-        'Apache-2.0', 334_171_394, 1_336_734_448, _METRIC),
-    ModelSpec('da3mono-large', 'da3', 'mono', 1, BACKENDS,
-              _da3_hub('DA3MONO-LARGE', '7a799a7f95eb'), 'Apache-2.0', 334_171_394, None,
-              'relative depth, sky'),
-    ModelSpec('da3-small', 'da3', 'anyview', ANY_VIEWS, TORCH_BACKENDS, _da3_hub('DA3-SMALL'),
-              'Apache-2.0', 34_299_463, 137_248_940, _ANYVIEW),
-    ModelSpec('da3-base', 'da3', 'anyview', ANY_VIEWS, TORCH_BACKENDS, _da3_hub('DA3-BASE'),
-              'Apache-2.0', 135_366_599, 541_518_028, _ANYVIEW),
-    ModelSpec('da3-large-1.1', 'da3', 'anyview', ANY_VIEWS, TORCH_BACKENDS,
-              _da3_hub('DA3-LARGE-1.1', '739905c423cf'), 'CC-BY-NC-4.0', 410_941_767,
-              1_643_843_860, _ANYVIEW),
-    ModelSpec('da3-giant-1.1', 'da3', 'anyview', ANY_VIEWS, TORCH_BACKENDS,
-              _da3_hub('DA3-GIANT-1.1', '1e47a08338ca'), 'CC-BY-NC-4.0', 1_355_674_125, None,
-              _ANYVIEW),
-    ModelSpec('da3nested-giant-large-1.1', 'da3', 'nested', ANY_VIEWS, TORCH_BACKENDS,
-              _da3_hub('DA3NESTED-GIANT-LARGE-1.1', '8ebe871a022e'), 'CC-BY-NC-4.0',
-              1_689_845_519, None,
-              'metric depth (m) + confidence, sky, camera pose (m) + intrinsics (multi-view)'),
+    ModelSpec(
+        name='da3metric-large', family='da3', kind=ModelKind.METRIC, views=1, backends=BACKENDS,
+        weights=WeightSpec(
+            'depth-anything/DA3METRIC-LARGE', 'model.safetensors',
+            revision='4010e39f3634a45bc60553321fb49fb760bd594e',
+            sha256='bbea5b0b3ee389849cffa7ddae89de064a90abd2b055fc5aa99aac68db324776',
+            note='pin from a third-party checksum list; its hash starts with the published '
+                 'prefix'),
+        license='Apache-2.0', params=334_171_394, file_bytes=1_336_734_448, outputs=_METRIC),
+    ModelSpec(
+        name='da3mono-large', family='da3', kind=ModelKind.MONO, views=1, backends=BACKENDS,
+        weights=_da3_hub('DA3MONO-LARGE', '7a799a7f95eb'), license='Apache-2.0',
+        params=334_171_394, file_bytes=None, outputs='relative depth, sky'),
+    ModelSpec(
+        name='da3-small', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
+        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-SMALL'), license='Apache-2.0',
+        params=34_299_463, file_bytes=137_248_940, outputs=_ANYVIEW),
+    ModelSpec(
+        name='da3-base', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
+        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-BASE'), license='Apache-2.0',
+        params=135_366_599, file_bytes=541_518_028, outputs=_ANYVIEW),
+    ModelSpec(
+        name='da3-large-1.1', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
+        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-LARGE-1.1', '739905c423cf'),
+        license='CC-BY-NC-4.0', params=410_941_767, file_bytes=1_643_843_860,
+        outputs=_ANYVIEW),
+    ModelSpec(
+        name='da3-giant-1.1', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
+        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-GIANT-1.1', '1e47a08338ca'),
+        license='CC-BY-NC-4.0', params=1_355_674_125, file_bytes=None, outputs=_ANYVIEW),
+    ModelSpec(
+        name='da3nested-giant-large-1.1', family='da3', kind=ModelKind.NESTED, views=ANY_VIEWS,
+        backends=TORCH_BACKENDS, weights=_da3_hub('DA3NESTED-GIANT-LARGE-1.1', '8ebe871a022e'),
+        license='CC-BY-NC-4.0', params=1_689_845_519, file_bytes=None,
+        outputs='metric depth (m) + confidence, sky, camera pose (m) + intrinsics (multi-view)'),
     # the revision the tt port uses (docs/dust3r.md §1); its SHA-256 could not be recorded here
-    ModelSpec('dust3r-vitl-512-dpt', 'dust3r', 'pointmap', 2, BACKENDS, WeightSpec(
-        'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt', 'model.safetensors',
-        revision='61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3', sha256=None,
-        note='revision pinned as in the tt port; its SHA-256 could not be recorded here (no '
-             'hub access), so the file is not hash-verified'),
-        'CC-BY-NC-SA-4.0', 571_171_208, None,
-        'two scale-free pointmaps + confidence in camera 1\'s frame'),
+    ModelSpec(
+        name='dust3r-vitl-512-dpt', family='dust3r', kind=ModelKind.POINTMAP, views=2,
+        backends=BACKENDS, weights=WeightSpec(
+            'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt', 'model.safetensors',
+            revision='61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3', sha256=None,
+            note='revision pinned as in the tt port; its SHA-256 could not be recorded here (no '
+                 'hub access), so the file is not hash-verified'),
+        license='CC-BY-NC-SA-4.0', params=571_171_208, file_bytes=None, outputs=_POINTMAP),
     # test configurations (test/data/*/tiny*_config.json): same code paths, tiny dimensions
-    ModelSpec('da3metric-tiny', 'da3', 'metric', 1, BACKENDS, None, None, None, None, _METRIC),
-    ModelSpec('da3-anyview-tiny', 'da3', 'anyview', ANY_VIEWS, TORCH_BACKENDS, None, None, None,
-              None, _ANYVIEW),
-    ModelSpec('dust3r-tiny', 'dust3r', 'pointmap', 2, BACKENDS, None, None, None, None,
-              'two scale-free pointmaps + confidence in camera 1\'s frame'),
+    ModelSpec(
+        name='da3metric-tiny', family='da3', kind=ModelKind.METRIC, views=1, backends=BACKENDS,
+        weights=None, license=None, params=None, file_bytes=None, outputs=_METRIC),
+    ModelSpec(
+        name='da3-anyview-tiny', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
+        backends=TORCH_BACKENDS, weights=None, license=None, params=None, file_bytes=None,
+        outputs=_ANYVIEW),
+    ModelSpec(
+        name='dust3r-tiny', family='dust3r', kind=ModelKind.POINTMAP, views=2, backends=BACKENDS,
+        weights=None, license=None, params=None, file_bytes=None, outputs=_POINTMAP),
 )}
 """Model name -> everything known about it (published models first, then test configs)."""
 
@@ -184,7 +194,7 @@ def model(name: str) -> ModelSpec:
     return spec
 
 
-def names(*, family: Optional[str] = None, kinds: Optional[tuple[str, ...]] = None,
+def names(*, family: Optional[str] = None, kinds: Optional[tuple[ModelKind, ...]] = None,
           published: Optional[bool] = None) -> tuple[str, ...]:
     """Model names in table order, filtered by family, kinds and whether weights are published."""
     return tuple(m.name for m in MODELS.values()

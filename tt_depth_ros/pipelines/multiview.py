@@ -46,6 +46,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     normalize,
     resize_to_network,
 )
+from tt_depth_ros.models.kind import MULTI_VIEW_KINDS
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import load_rgb, write_ply
 
@@ -216,7 +217,7 @@ class MultiViewPredictor(EngineOwner):
     """
 
     def __init__(self, engine: Engine, process_res: int = 504) -> None:
-        if engine.info.details.get('kind') not in registry.MULTI_VIEW_KINDS:
+        if engine.info.details.get('kind') not in MULTI_VIEW_KINDS:
             raise ValueError(f'{engine.info.model}: MultiViewPredictor needs an any-view or '
                              'NESTED model; use DepthPredictor for single-view metric/mono models')
         if engine.num_views != ANY_VIEWS:
@@ -250,7 +251,7 @@ class MultiViewPredictor(EngineOwner):
         """
         from tt_depth_ros.engines.factory import build_engine
 
-        models = registry.names(kinds=registry.MULTI_VIEW_KINDS)
+        models = registry.names(kinds=MULTI_VIEW_KINDS)
         if model not in models:
             raise ValueError(f'MultiViewPredictor model={model!r}; known: {models}')
         engine = build_engine(model, weights=weights, revision=revision, backend=backend,

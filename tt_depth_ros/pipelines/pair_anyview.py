@@ -42,16 +42,17 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     scale_intrinsics,
 )
 from tt_depth_ros.geometry.preprocess.dust3r_preprocess import Dust3rPlan
+from tt_depth_ros.models.kind import MULTI_VIEW_KINDS
 from tt_depth_ros.pipelines.depth import mean_focal
 from tt_depth_ros.pipelines.pair_dust3r import PairOutputs, PairPipeline, PairSettings
 
-ANYVIEW_PAIR_MODELS = registry.names(kinds=registry.MULTI_VIEW_KINDS)
+ANYVIEW_PAIR_MODELS = registry.names(kinds=MULTI_VIEW_KINDS)
 """Models the pair node runs through this pipeline (any-view and NESTED)."""
 
 
 def is_anyview_engine(engine) -> bool:
     """Whether an engine is a DA3 any-view / NESTED multi-view engine (its registry kind)."""
-    return engine is not None and engine.info.details.get('kind') in registry.MULTI_VIEW_KINDS
+    return engine is not None and engine.info.details.get('kind') in MULTI_VIEW_KINDS
 
 
 def _T44(E: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from torch import nn
 
 from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.export.sidecar import METRIC_SCALE
+from tt_depth_ros.engines.parity import pcc
 from tt_depth_ros.engines.torch.da3 import build_model, build_torch_engine
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights, sha256_file
 from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
@@ -111,14 +112,6 @@ def export_input(h: int, w: int) -> np.ndarray:
     smooth = np.kron(coarse, np.ones((14, 14, 1), np.float32))[:h, :w]
     noise = rng.randint(-24, 25, size=(h, w, 3))
     return np.clip(smooth + noise, 0, 255).astype(np.uint8)
-
-
-def pcc(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation of two arrays (1.0 for identical constant arrays)."""
-    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    if np.array_equal(a, b):
-        return 1.0
-    return float(np.corrcoef(a, b)[0, 1])
 
 
 def parity(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict:
