@@ -8,10 +8,10 @@ is of is read here and nowhere else: builders put it into `EngineInfo.details` (
 'is_metric'), which is what ROS code reads. What each kind means and gives is
 models/kind.py `ModelKind`.
 
-Weight pins (docs/da3.md "Published weight hashes", docs/dust3r.md §1): a `WeightSpec.sha256` is
-either the full hex digest or a published prefix of it (12 hex digits); only those digits are
-checked. A known hash pins the file whatever the revision, so a model with a hash and no pinned
-revision downloads the default branch and verifies it.
+Weight pins (docs/da3.md "Published weight hashes", docs/dust3r.md §1, each row checked against
+public sources listed there): every published model names its repository, the commit it is
+downloaded at, and the full SHA-256 and byte size of the file at that commit. engines/weights.py
+checks a file against them (size first, then the hash) whenever it comes from that commit.
 
 No torch and no model code is imported here: ros/ reads this module.
 """
@@ -32,15 +32,15 @@ TORCH_BACKENDS = tuple(b for b in BACKENDS if b.startswith('torch'))
 
 @dataclass(frozen=True)
 class WeightSpec:
-    """Where a model's published weights live and how a file is recognised.
+    """Where a model's published weights live and how the file is recognised.
 
     Args:
         repo_id: Hugging Face repository.
         filename: File inside the repository.
-        revision: Pinned commit; None = the default branch if `sha256` is known, else the
-            caller must pass one.
-        sha256: The file's SHA-256 as hex: the full digest or a published prefix (checked as a
-            prefix); None = unknown (the file is not verified).
+        revision: Pinned commit: what a download fetches and what `sha256` / `size` describe.
+            None = nothing pinned (the caller must pass a revision; the file is not verified).
+        sha256: Full hex SHA-256 of the file at `revision`; None = not known.
+        size: Size of that file in bytes; None = not known.
         note: Provenance of the pin.
     """
 
@@ -48,12 +48,17 @@ class WeightSpec:
     filename: str
     revision: Optional[str]
     sha256: Optional[str]
+    size: Optional[int] = None
     note: str = ''
 
-    @property
-    def sha256_is_prefix(self) -> bool:
-        """Whether only the first digits of the hash are known (and checked)."""
-        return self.sha256 is not None and len(self.sha256) < 64
+    def __post_init__(self):
+        if self.sha256 is not None and (len(self.sha256) != 64
+                                        or self.sha256.strip('0123456789abcdef')):
+            raise ValueError(f'{self.repo_id}: sha256 must be 64 lower-case hex digits, got '
+                             f'{self.sha256!r}')
+        if self.size is not None and (not isinstance(self.size, int) or self.size <= 0):
+            raise ValueError(f'{self.repo_id}: size must be a positive number of bytes, got '
+                             f'{self.size!r}')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +75,6 @@ class ModelSpec:
             state dict only).
         license: SPDX id of the weights' licence (model card); None for test configurations.
         params: Parameters in the checkpoint; None = not recorded.
-        file_bytes: Published size of the fp32 weights file; None = not known.
         outputs: What the model predicts, in words.
     """
 
@@ -82,8 +86,12 @@ class ModelSpec:
     weights: Optional[WeightSpec]
     license: Optional[str]
     params: Optional[int]
-    file_bytes: Optional[int]
     outputs: str
+
+    @property
+    def file_bytes(self) -> Optional[int]:
+        """Size of the published weights file (its pin, `WeightSpec.size`); None = not known."""
+        return self.weights.size if self.weights is not None else None
 
     @property
     def is_metric(self) -> bool:
@@ -110,78 +118,90 @@ class ModelSpec:
         return {'kind': self.kind.value, 'is_metric': self.is_metric}
 
 
-_NO_PIN = ('no pinned revision or SHA-256 known (no hub access when registered): '
-           'pass revision=<commit>')
-_PREFIX = ('SHA-256 prefix from a public model card that checks the authors\' files '
-           '(docs/da3.md "Published weight hashes")')
+_PINNED = ('revision, SHA-256 and size of model.safetensors as recorded by independent public '
+           'projects (docs/da3.md "Published weight hashes")')
 _METRIC = 'metric depth (m, needs K), sky'
 _ANYVIEW = 'relative depth + confidence, rays, camera pose + intrinsics (multi-view)'
 _POINTMAP = "two scale-free pointmaps + confidence in camera 1's frame"
 
 
-def _da3_hub(repo: str, sha256: Optional[str] = None) -> WeightSpec:
-    return WeightSpec(f'depth-anything/{repo}', 'model.safetensors', revision=None,
-                      sha256=sha256, note=_PREFIX if sha256 else _NO_PIN)
+def _da3_hub(repo: str, *, revision: str, sha256: str, size: Optional[int]) -> WeightSpec:
+    return WeightSpec(f'depth-anything/{repo}', 'model.safetensors', revision=revision,
+                      sha256=sha256, size=size, note=_PINNED)
 
 
 MODELS: dict[str, ModelSpec] = {m.name: m for m in (
-    # The DA3METRIC-LARGE pin (commit, full SHA-256, 1,336,734,448 bytes = fp32) is taken from a
-    # third-party project's checksum-pinned download; its first 12 digits are the published ones.
     ModelSpec(
         name='da3metric-large', family='da3', kind=ModelKind.METRIC, views=1, backends=BACKENDS,
-        weights=WeightSpec(
-            'depth-anything/DA3METRIC-LARGE', 'model.safetensors',
-            revision='4010e39f3634a45bc60553321fb49fb760bd594e',
+        weights=_da3_hub(
+            'DA3METRIC-LARGE', revision='4010e39f3634a45bc60553321fb49fb760bd594e',
             sha256='bbea5b0b3ee389849cffa7ddae89de064a90abd2b055fc5aa99aac68db324776',
-            note='pin from a third-party checksum list; its hash starts with the published '
-                 'prefix'),
-        license='Apache-2.0', params=334_171_394, file_bytes=1_336_734_448, outputs=_METRIC),
+            size=1_336_734_448),
+        license='Apache-2.0', params=334_171_394, outputs=_METRIC),
     ModelSpec(
         name='da3mono-large', family='da3', kind=ModelKind.MONO, views=1, backends=BACKENDS,
-        weights=_da3_hub('DA3MONO-LARGE', '7a799a7f95eb'), license='Apache-2.0',
-        params=334_171_394, file_bytes=None, outputs='relative depth, sky'),
+        weights=_da3_hub(
+            'DA3MONO-LARGE', revision='f465978e618db8cc79c83b8bbf24964857db1875',
+            sha256='7a799a7f95eb8d4c404c2ca8be3dc3276b350a417ddc4420db72ba850cc0e960',
+            size=None),   # no public source states its size
+        license='Apache-2.0', params=334_171_394, outputs='relative depth, sky'),
     ModelSpec(
         name='da3-small', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
-        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-SMALL'), license='Apache-2.0',
-        params=34_299_463, file_bytes=137_248_940, outputs=_ANYVIEW),
+        backends=TORCH_BACKENDS, weights=_da3_hub(
+            'DA3-SMALL', revision='e08cab65ca0ec38e7826075418411ab90cab4da3',
+            sha256='364492e38a3a06d221ac75da7f6621ada3f2361cd24fde11ba79091e9f40efcf',
+            size=137_248_940),
+        license='Apache-2.0', params=34_299_463, outputs=_ANYVIEW),
     ModelSpec(
         name='da3-base', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
-        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-BASE'), license='Apache-2.0',
-        params=135_366_599, file_bytes=541_518_028, outputs=_ANYVIEW),
+        backends=TORCH_BACKENDS, weights=_da3_hub(
+            'DA3-BASE', revision='f4a6c9b3c95e41c82048423d3493a81ec3fa810e',
+            sha256='e01067dc1659613083d9145a9a2547ccdbe6ccbbf83c4fe7b3e8a4e2bdae78b5',
+            size=541_518_028),
+        license='Apache-2.0', params=135_366_599, outputs=_ANYVIEW),
     ModelSpec(
         name='da3-large-1.1', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
-        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-LARGE-1.1', '739905c423cf'),
-        license='CC-BY-NC-4.0', params=410_941_767, file_bytes=1_643_843_860,
-        outputs=_ANYVIEW),
+        backends=TORCH_BACKENDS, weights=_da3_hub(
+            'DA3-LARGE-1.1', revision='0e109ae307c5982f319a67cf6f9f99ccdc0ec97c',
+            sha256='739905c423cf0d6ccaf9e61a8401d82ba1ac32d7f4d3ee6dca8f92b377633f64',
+            size=1_643_843_860),
+        license='CC-BY-NC-4.0', params=410_941_767, outputs=_ANYVIEW),
     ModelSpec(
         name='da3-giant-1.1', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
-        backends=TORCH_BACKENDS, weights=_da3_hub('DA3-GIANT-1.1', '1e47a08338ca'),
-        license='CC-BY-NC-4.0', params=1_355_674_125, file_bytes=None, outputs=_ANYVIEW),
+        backends=TORCH_BACKENDS, weights=_da3_hub(
+            'DA3-GIANT-1.1', revision='72ee9f89ce4e50d704e9d55ee9c646ec8dc25a19',
+            sha256='1e47a08338ca73a6d6a21d37fd060b26b993b672bc6ddf6295fe474df2592001',
+            size=5_422_814_644),
+        license='CC-BY-NC-4.0', params=1_355_674_125, outputs=_ANYVIEW),
     ModelSpec(
         name='da3nested-giant-large-1.1', family='da3', kind=ModelKind.NESTED, views=ANY_VIEWS,
-        backends=TORCH_BACKENDS, weights=_da3_hub('DA3NESTED-GIANT-LARGE-1.1', '8ebe871a022e'),
-        license='CC-BY-NC-4.0', params=1_689_845_519, file_bytes=None,
+        backends=TORCH_BACKENDS, weights=_da3_hub(
+            'DA3NESTED-GIANT-LARGE-1.1', revision='b2359bdf726fb44ef62acca04d629dcf158053e7',
+            sha256='8ebe871a022ed58d2fc8fdfb2ebdb31d57b60fe39611c849095851a7b7c6020c',
+            size=6_759_558_100),
+        license='CC-BY-NC-4.0', params=1_689_845_519,
         outputs='metric depth (m) + confidence, sky, camera pose (m) + intrinsics (multi-view)'),
-    # the revision the tt port uses (docs/dust3r.md §1); its SHA-256 could not be recorded here
     ModelSpec(
         name='dust3r-vitl-512-dpt', family='dust3r', kind=ModelKind.POINTMAP, views=2,
         backends=BACKENDS, weights=WeightSpec(
             'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt', 'model.safetensors',
-            revision='61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3', sha256=None,
-            note='revision pinned as in the tt port; its SHA-256 could not be recorded here (no '
-                 'hub access), so the file is not hash-verified'),
-        license='CC-BY-NC-SA-4.0', params=571_171_208, file_bytes=None, outputs=_POINTMAP),
+            revision='61c57447d7b0adc8a1a30b2b0adec7a8935aa2a3',
+            sha256='7c300a89534113436bde52732d3151212bcbd90f0aa3c8d1496f86d84bfe4b42',
+            size=2_284_790_056,
+            note='the revision the tt port uses; SHA-256 and size as recorded by independent '
+                 'public projects (docs/dust3r.md §1)'),
+        license='CC-BY-NC-SA-4.0', params=571_171_208, outputs=_POINTMAP),
     # test configurations (test/data/*/tiny*_config.json): same code paths, tiny dimensions
     ModelSpec(
         name='da3metric-tiny', family='da3', kind=ModelKind.METRIC, views=1, backends=BACKENDS,
-        weights=None, license=None, params=None, file_bytes=None, outputs=_METRIC),
+        weights=None, license=None, params=None, outputs=_METRIC),
     ModelSpec(
         name='da3-anyview-tiny', family='da3', kind=ModelKind.ANYVIEW, views=ANY_VIEWS,
-        backends=TORCH_BACKENDS, weights=None, license=None, params=None, file_bytes=None,
+        backends=TORCH_BACKENDS, weights=None, license=None, params=None,
         outputs=_ANYVIEW),
     ModelSpec(
         name='dust3r-tiny', family='dust3r', kind=ModelKind.POINTMAP, views=2, backends=BACKENDS,
-        weights=None, license=None, params=None, file_bytes=None, outputs=_POINTMAP),
+        weights=None, license=None, params=None, outputs=_POINTMAP),
 )}
 """Model name -> everything known about it (published models first, then test configs)."""
 

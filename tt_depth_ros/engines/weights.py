@@ -1,32 +1,36 @@
-"""Finding model weights: explicit path -> Hugging Face cache -> download (pinned, hashed).
+"""Finding model weights: explicit path -> Hugging Face cache -> download, checked against the pin.
 
 Resolution order for `resolve_weights(model_name, path, revision, offline)`, with the pins of
-engines/registry.py:
+engines/registry.py (repository, commit, full SHA-256 and size of the file at that commit):
 
-1. An explicit `path` is used as is (it must be an existing file; it is not hashed - the caller
-   chose it).
+1. An explicit `path` (it must be an existing file).
 2. The Hugging Face hub cache (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) at
-   the requested revision, else the pinned one, else - for a model whose content hash is known -
-   the default branch ('main').
+   the requested revision, else the pinned one.
 3. `huggingface_hub.hf_hub_download` at that revision - unless offline (`offline=True`, or
    HF_HUB_OFFLINE set when `offline` is None), or the hub host (HF_ENDPOINT, or the proxy that
    carries it) does not resolve or connect: engines/hub_reach.py probes that once per process
    in <= 1.5 s, and the lookup then logs one line ("offline: ...") and raises at once instead
    of running huggingface_hub's retry loop (five retries with back-off, ~25 s per file).
 
-A cached or downloaded file is checked against the registry's SHA-256 whenever one is known,
-whatever the revision (the hash pins the file; cheap when the blob is named by its hash, as
-huggingface_hub stores LFS files). For most DA3 models only a published 12-digit prefix of the
-hash is known, and only that prefix is checked. A mismatch is an error naming the file and what to
-do; nothing is deleted. Anything else raises `WeightsUnavailableError` saying what to do. Reading
-a resolved file into a state dict is `read_state_dict` (safetensors; `.pth` only via
-torch.load(weights_only=True)).
+Checking a file against its pin: the size first (a truncated or foreign file is refused without
+reading it), then the SHA-256. Hashing a 5 GB file takes seconds, so the digest is remembered on
+disk by (real path, size, mtime) (`file_sha256`, `hash_cache_file`): a restart hashes nothing
+unless the file changed. A cached or downloaded file that does not match is an error naming the
+file, the expected and the found size or digest; nothing is deleted. An explicit file is checked
+the same way, but a mismatch is a warning with the same content and the file is used: an
+explicit path is how a fine-tuned or converted checkpoint is loaded. The pin describes one
+commit: a file from another revision (`revision=` overrides the pin) is reported as "not pinned
+for this revision" and used unchecked. Anything else raises `WeightsUnavailableError` saying what
+to do. Reading a resolved file into a state dict is `read_state_dict` (safetensors; `.pth` only
+via torch.load(weights_only=True)).
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -34,8 +38,9 @@ from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.hub_reach import hub_endpoint, hub_reach
 from tt_depth_ros.engines.registry import WeightSpec
 
-DEFAULT_BRANCH = 'main'
-"""Downloaded when a model's hash is known but no revision is pinned or requested."""
+HASH_CACHE_ENV = 'TT_DEPTH_ROS_HASH_CACHE'
+"""File that remembers digests ('off' = remember nothing); default
+~/.cache/tt_depth_ros/sha256.json."""
 
 _log = logging.getLogger(__name__)
 
@@ -61,8 +66,16 @@ def hub_cache_dir() -> Path:
     return Path.home() / '.cache' / 'huggingface' / 'hub'
 
 
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, streamed."""
+def hash_cache_file() -> Optional[Path]:
+    """Where digests are remembered (HASH_CACHE_ENV at call time), or None when disabled."""
+    env = os.environ.get(HASH_CACHE_ENV, '').strip()
+    if env == 'off':
+        return None
+    return Path(env) if env else Path.home() / '.cache' / 'tt_depth_ros' / 'sha256.json'
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file, streamed: always reads the whole file (see `file_sha256`)."""
     h = hashlib.sha256()
     with open(path, 'rb') as f:
         for chunk in iter(lambda: f.read(1 << 22), b''):
@@ -70,23 +83,117 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _verify(path: Path, spec: WeightSpec, revision: str) -> None:
-    """Check `path` against the registry hash (full digest or prefix); nothing is deleted."""
-    where = f'{spec.repo_id}/{spec.filename}@{revision}'
+def _read_digests(store: Path) -> dict:
+    try:
+        files = json.loads(store.read_text()).get('files', {})
+    except (OSError, ValueError, AttributeError):
+        return {}   # absent, unreadable or not ours: start afresh (costs one hash per file)
+    return files if isinstance(files, dict) else {}
+
+
+def _remember(store: Path, real: str, size: int, mtime_ns: int, digest: str) -> None:
+    """Add one digest to the store: re-read, prune vanished files, replace atomically."""
+    files = {k: v for k, v in _read_digests(store).items() if os.path.exists(k)}
+    files[real] = [size, mtime_ns, digest]
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix='.sha256-', dir=store.parent)
+        with os.fdopen(fd, 'w') as f:
+            json.dump({'format': 1, 'files': files}, f, indent=0)
+        os.replace(tmp, store)
+    except OSError as e:   # a read-only home costs a re-hash next time, nothing else
+        _log.warning(f'could not remember the SHA-256 of {real} in {store}: {e}')
+
+
+def file_sha256(path: str | os.PathLike) -> tuple[str, bool]:
+    """SHA-256 of a file, remembered on disk by (real path, size, mtime).
+
+    The store (`hash_cache_file`) trusts that a file whose size and modification time are
+    unchanged has unchanged content, as build tools do; a rewritten file gets a new mtime.
+
+    Returns:
+        (hex digest, whether it came from the store rather than from reading the file).
+    """
+    real = os.path.realpath(path)
+    before = os.stat(real)
+    store = hash_cache_file()
+    if store is not None:
+        hit = _read_digests(store).get(real)
+        if (isinstance(hit, list) and len(hit) == 3
+                and hit[:2] == [before.st_size, before.st_mtime_ns]):
+            return str(hit[2]), True
+    digest = sha256_file(real)
+    after = os.stat(real)
+    if store is not None and (after.st_size, after.st_mtime_ns) == (before.st_size,
+                                                                     before.st_mtime_ns):
+        _remember(store, real, before.st_size, before.st_mtime_ns, digest)
+    return digest, False
+
+
+def _mismatch(path: Path, spec: WeightSpec, where: str) -> Optional[str]:
+    """Why `path` is not the pinned file (size first, then hash), or None when it is."""
+    size = os.stat(path).st_size
+    if spec.size is not None and size != spec.size:
+        what = ('truncated or not the published file' if size < spec.size
+                else 'not the published file')
+        return (f'{path} is {size:,} bytes, expected {spec.size:,} bytes with SHA-256 '
+                f'{spec.sha256} for {where}: {what} (its SHA-256 was not computed: the size '
+                'already differs)')
     if spec.sha256 is None:
-        _log.warning(f'{path}: no SHA-256 known for {where}; not verified')
+        return None
+    got, remembered = file_sha256(path)
+    if got != spec.sha256:
+        return (f'{path} has SHA-256 {got}, expected {spec.sha256} for {where} ({size:,} '
+                f'bytes): corrupt or not the published file'
+                + (' (digest remembered from an earlier check of this unchanged file)'
+                   if remembered else ''))
+    what = 'size and SHA-256' if spec.size is not None else 'SHA-256 (no size published)'
+    _log.info(f'{path}: {what} verified for {where}'
+              + (' (digest remembered from an earlier check)' if remembered else ''))
+    return None
+
+
+def _snapshot_commit(path: Path, spec: WeightSpec) -> Optional[str]:
+    """The commit a hub-cache file belongs to: .../snapshots/<commit>/<filename>."""
+    parts = Path(path).parts
+    depth = len(Path(spec.filename).parts) + 2
+    if len(parts) >= depth and parts[-depth] == 'snapshots':
+        return parts[-depth + 1]
+    return None
+
+
+def _check(path: Path, spec: WeightSpec, revision: Optional[str], explicit: bool) -> None:
+    """Check `path` against the pin when it is the pinned commit's file; nothing is deleted.
+
+    Args:
+        path: The file.
+        spec: The model's pin.
+        revision: The commit (or the revision the caller named) the file comes from; None for
+            an explicit file without `revision=`, which is checked against the pin.
+        explicit: The caller passed the file: a mismatch is a warning, not an error.
+    """
+    if revision is not None and revision != spec.revision:
+        _log.warning(f'{path}: SHA-256 and size not pinned for this revision ({spec.repo_id}@'
+                     f'{revision}; the registry pins {spec.revision}): the file is used '
+                     'unchecked')
         return
-    want = spec.sha256.lower()
-    blob = Path(os.path.realpath(path)).name
-    got = blob if len(blob) == 64 and blob.startswith(want) else sha256_file(path)
-    scope = (f'only the first {len(want)} hex digits of the SHA-256 are published and checked'
-             if spec.sha256_is_prefix else 'the full SHA-256 is checked')
-    if not got.startswith(want):
-        raise WeightsUnavailableError(
-            f'{path} has SHA-256 {got}, expected one starting with {want} for {where} ({scope}). '
-            'The file is corrupt or not the published release; nothing was deleted: delete it '
-            'from the cache and retry, or pass an explicit weights path to use this file as is.')
-    _log.info(f'{path}: SHA-256 verified for {where} ({scope})')
+    where = f'{spec.repo_id}/{spec.filename}@{spec.revision}'
+    if spec.sha256 is None and spec.size is None:
+        _log.warning(f'{path}: no SHA-256 or size known for {where}; not verified')
+        return
+    why = _mismatch(path, spec, where)
+    if why is None:
+        return
+    if explicit:
+        _log.warning(f'{why}. Used as given because it was passed explicitly (a fine-tuned or '
+                     'converted checkpoint is the caller\'s choice).')
+        return
+    blob = os.path.realpath(path)
+    also = f' and its blob {blob}' if blob != str(path) else ''
+    raise WeightsUnavailableError(
+        f'{why}. Nothing was deleted: delete {path}{also} from the Hugging Face cache and run '
+        f'again to download it anew, or pass weights=/path/to/{spec.filename} to use another '
+        'file.')
 
 
 def _cached(spec: WeightSpec, revision: str, cache_dir: Path) -> Optional[Path]:
@@ -100,13 +207,13 @@ def _cached(spec: WeightSpec, revision: str, cache_dir: Path) -> Optional[Path]:
 def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
                     revision: Optional[str] = None, offline: Optional[bool] = None,
                     cache_dir: Optional[str | os.PathLike] = None) -> Path:
-    """Find the weights file for `model_name`.
+    """Find the weights file for `model_name` and check it against the registry's pin.
 
     Args:
         model_name: Registry name, e.g. 'da3metric-large'.
         path: Explicit weights file; wins over everything else.
-        revision: Hub revision; default the pinned one, else the default branch when the
-            file's hash is known.
+        revision: Hub revision; default the pinned commit. Another revision is used unchecked
+            (logged as "not pinned for this revision").
         offline: Never download; None = honour HF_HUB_OFFLINE.
         cache_dir: Hub cache directory; default as huggingface_hub (HF_HUB_CACHE / HF_HOME).
 
@@ -114,31 +221,34 @@ def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
         Path of an existing weights file.
 
     Raises:
-        WeightsUnavailableError: With what to do (path, cache, download command).
+        WeightsUnavailableError: With what to do (path, cache, download command), or a cached
+            or downloaded file that is not the pinned one (size or SHA-256).
     """
+    entry = registry.MODELS.get(model_name)
+    spec = entry.weights if entry is not None else None
     if path is not None:
         p = Path(path).expanduser()
         if not p.is_file():
             raise WeightsUnavailableError(f'weights file {p} does not exist (explicit path)')
+        if spec is not None:
+            _check(p, spec, revision, explicit=True)
         return p
-    entry = registry.MODELS.get(model_name)
     if entry is None:
         raise WeightsUnavailableError(
             f'no published weights registered for {model_name!r} (known: '
             f'{sorted(registry.names(published=True))}); pass a weights path')
-    spec = entry.weights
     if spec is None:
         raise WeightsUnavailableError(f'{model_name!r} is a test configuration without '
                                       'published weights: pass a weights path or a state_dict')
     offline = _env_offline() if offline is None else bool(offline)
-    rev = revision or spec.revision or (DEFAULT_BRANCH if spec.sha256 else None)
+    rev = revision or spec.revision
     cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     how = (f'`huggingface-cli download {spec.repo_id} {spec.filename}'
            + (f' --revision {rev}`' if rev else '`'))
     if rev is not None:
         hit = _cached(spec, rev, cache)
         if hit is not None:
-            _verify(hit, spec, rev)
+            _check(hit, spec, _snapshot_commit(hit, spec) or rev, explicit=False)
             return hit
     if offline:
         raise WeightsUnavailableError(
@@ -148,8 +258,8 @@ def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
             f'{spec.filename}.')
     if rev is None:
         raise WeightsUnavailableError(
-            f'{model_name}: {spec.note}. Pass revision=<commit of {spec.repo_id}> or an explicit '
-            'weights path.')
+            f'{model_name}: no revision of {spec.repo_id} is pinned. Pass revision=<commit of '
+            f'{spec.repo_id}> or an explicit weights path.')
     endpoint = hub_endpoint()
     reach = hub_reach(endpoint)
     if not reach.ok:
@@ -165,7 +275,8 @@ def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
     try:
         from huggingface_hub import hf_hub_download
 
-        _log.info(f'downloading {spec.repo_id}/{spec.filename}@{rev} into {cache}')
+        _log.info(f'downloading {spec.repo_id}/{spec.filename}@{rev} into {cache}'
+                  + (f' ({spec.size / 1e9:.2f} GB)' if spec.size else ''))
         got = Path(hf_hub_download(spec.repo_id, spec.filename, revision=rev,
                                    cache_dir=str(cache), endpoint=endpoint))
     except Exception as e:  # network, auth, missing revision: all end the same way
@@ -173,7 +284,7 @@ def resolve_weights(model_name: str, path: Optional[str | os.PathLike] = None,
             f'could not download {spec.repo_id}/{spec.filename}@{rev}: '
             f'{type(e).__name__}: {e}. Check the network / HF token, run {how}, or pass '
             'weights=/path/to/model.safetensors.') from e
-    _verify(got, spec, rev)
+    _check(got, spec, _snapshot_commit(got, spec) or rev, explicit=False)
     return got
 
 
