@@ -9,6 +9,7 @@ import torch
 from safetensors.numpy import save_file
 
 from support.dust3r_data import assert_gates, batched, fixture, pair_u8, tiny_state_dict
+from support.precision_gates import assert_active, check, hot_path
 from tt_depth_ros.engines.factory import build_engine
 from tt_depth_ros.models.dust3r.checkpoint import CheckpointError, map_state_dict, read_checkpoint
 
@@ -43,17 +44,32 @@ def test_engine_rejects_bad_views(engine):
         engine.infer(u1.astype(np.float32), u2)
 
 
-def test_bfloat16_backbone_keeps_fp32_heads():
+# (median, p99) relative error bounds per 3-D point against fp32 (tiny pair): about 2.5x what
+# the 'bfloat16' preset gives (its random tiny network amplifies the error)
+BF16_BOUNDS = {'pts3d_1': (0.12, 0.25), 'pts3d_2': (0.12, 0.25)}
+
+
+def test_bfloat16_backbone_keeps_fp32_heads(engine):
+    """The 'bfloat16' preset: encoder and decoder in bf16, heads in fp32, within bounds.
+
+    Both seen on the hot path (support.precision_gates), and the pointmaps differ from fp32 by
+    more than round-off.
+    """
+    u1, u2 = pair_u8('80x112')
+    want = engine.infer(u1, u2)
     eng = build_engine('dust3r-tiny', backend='torch-cpu', dtype='bfloat16',
                        state_dict=tiny_state_dict())
     m = eng.model
     assert m.enc_blocks[0].attn.qkv.weight.dtype == torch.bfloat16
     assert m.downstream_head2.dpt.head[4].weight.dtype == torch.float32
-    out = eng.infer(*pair_u8('80x112'))
-    ref = fixture('tiny_80x112')
+    with hot_path(m) as seen:
+        out = eng.infer(u1, u2)
+    assert_active('dust3r-tiny 80x112', 'bfloat16', m, seen)
+    assert seen.conv_inputs[torch.float32] > 0            # the DPT heads
     assert all(np.isfinite(v).all() for v in out.values())
-    rel = np.linalg.norm(out['pts3d_1'] - ref['pts3d'][0]) / np.linalg.norm(ref['pts3d'])
-    assert rel < 0.2   # bf16 is not parity-grade (test/data/dust3r/README.md §5), only sane
+    for key, (med, p99) in BF16_BOUNDS.items():
+        check(f'dust3r-tiny 80x112 {key}', 'bfloat16', want[key], out[key], median=med, p99=p99,
+              vector_axis=-1)
     eng.close()
 
 

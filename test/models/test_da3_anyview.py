@@ -17,7 +17,7 @@ from support.da3_fixtures import (
     assert_anyview_close,
     grid4,
 )
-from support.precision_gates import check
+from support.precision_gates import assert_active, check, hot_path
 from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.backbone import select_reference_view
 from tt_depth_ros.models.da3.checkpoint import (
@@ -194,6 +194,10 @@ def test_small_1v_parity(small):
     _check_case(out, g, grid=True)
 
 
+# (median, p99) relative depth error bounds against upstream fp32: about 2.5x what DA3-SMALL gives
+SMALL_PRESET_BOUNDS = {'bf16-matmul': (6e-3, 2.5e-2), 'int8': (2.5e-2, 1e-1)}
+
+
 @pytest.mark.parametrize('precision', ['bfloat16', 'int8'])
 def test_small_reduced_precision_gate(small, precision):
     """Presets 'bf16-matmul' / 'cpu-fast' (any-view: the same) and 'int8' on the golden 1-view case.
@@ -202,12 +206,15 @@ def test_small_reduced_precision_gate(small, precision):
     (support.precision_gates). The switch is reversible: off again, the model is exact.
     """
     g = anyview_golden('small_1v_280x504.npz')
-    with torch.inference_mode():
+    preset = 'int8' if precision == 'int8' else 'bf16-matmul'
+    with torch.inference_mode(), hot_path(small) as seen:
         out = small.set_fused(True, precision)(_inputs('small_1v_280x504', g))
+    assert_active('da3-small 1v 280x504', preset, small, seen)
     small.set_fused(False)
     assert all(b._kernels is None for b in small.backbone.pretrained.blocks)
-    check('da3-small 1v 280x504', 'int8' if precision == 'int8' else 'bf16-matmul',
-          g['depth'], grid4(out['depth'].numpy(), g))
+    med, p99 = SMALL_PRESET_BOUNDS[preset]
+    check('da3-small 1v 280x504', preset, g['depth'], grid4(out['depth'].numpy(), g),
+          median=med, p99=p99)
 
 
 def test_small_3v_network_selects_reference_view_1(small):

@@ -14,7 +14,12 @@ from support.dust3r_data import (
     pair_u8,
     tiny_state_dict,
 )
-from support.precision_gates import check, full_size_presets
+from support.precision_gates import (
+    assert_active,
+    check,
+    hot_path,
+    skip_full_size_without_native_bf16,
+)
 from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.factory import build_engine
 from tt_depth_ros.models.dust3r.checkpoint import load_into
@@ -91,8 +96,8 @@ def test_model_keys_equal_checkpoint_keys():
     assert big == {k['key'] for k in full_keys()} - {'mask_token'}
 
 
-@pytest.mark.slow
-def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
+@pytest.fixture(scope='module')
+def full_engine(tmp_path_factory):
     """Full ViT-L/Base/DPT from a real-layout rule-v1 safetensors file through build_engine."""
     from safetensors.numpy import save_file
     keys = full_keys()
@@ -101,25 +106,50 @@ def test_full_rule_v1_from_safetensors_matches_upstream(tmp_path):
         t = state[k['key']]
         assert t.reshape(-1)[:4].tolist() == pytest.approx(k['first4'], abs=0), k['key']
         assert float(t.sum(dtype=np.float64)) == pytest.approx(k['sum'], rel=1e-9, abs=1e-9)
-    path = tmp_path / 'model.safetensors'
+    path = tmp_path_factory.mktemp('dust3r_full') / 'model.safetensors'
     save_file(state, str(path))
     del state
     eng = build_engine('dust3r-vitl-512-dpt', backend='torch-cpu', weights=str(path))
     path.unlink()
-    model = eng.model   # the engine's own loaded network; called directly to also get raw
+    yield eng
+    eng.close()
+
+
+@pytest.mark.slow
+def test_full_rule_v1_from_safetensors_matches_upstream(full_engine):
+    """Full ViT-L/Base/DPT from a real-layout rule-v1 safetensors file through build_engine."""
+    model = full_engine.model   # the engine's own loaded network; called directly to also get raw
     ref = fixture('full_384x512_grid4')
     assert_gates(_run(model, ref, '384x512'), ref)
-    # precision presets on the same model (engines/torch/presets.py; DUSt3R: block matmuls
-    # only), the pair at half size: fp32 there is the reference, one extra forward per preset
+
+
+# (median, p99) relative error bounds per 3-D point of pts3d_2 against fp32 at 192x256: int8
+# about 2x what the full-size model gives on its synthetic weights (int8 is reported, never
+# chosen by 'auto'); bf16-matmul the tiny model's bounds (test_torch_presets), since a CPU
+# without native bf16 skips it at full size
+FULL_PRESET_BOUNDS = {'int8': (0.5, 0.8), 'bf16-matmul': (4e-2, 0.15)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('preset', ['int8', 'bf16-matmul'])
+def test_full_precision_preset_gate(full_engine, preset):
+    """A precision preset on the same model (DUSt3R: block matmuls only), active and in bounds.
+
+    The pair at half size: fp32 there is the reference, one extra forward per preset.
+    """
+    skip_full_size_without_native_bf16(preset)
+    model = full_engine.model
     x1, x2 = (torch.from_numpy(normalise(cv2.resize(u, (256, 192), interpolation=cv2.INTER_AREA)))
               for u in pair_u8('384x512'))
+    precision = {'int8': 'int8', 'bf16-matmul': 'bfloat16'}[preset]
     with torch.inference_mode():
-        want = model(x1, x2)['pts3d_2'].numpy()
-        for preset, precision in full_size_presets((('int8', 'int8'),
-                                                    ('bf16-matmul', 'bfloat16'))):
+        want = model.set_precision('float32')(x1, x2)['pts3d_2'].numpy()
+        with hot_path(model) as seen:
             got = model.set_precision(precision)(x1, x2)['pts3d_2'].numpy()
-            check('dust3r 192x256', preset, want, got)
-    eng.close()
+        assert_active('dust3r 192x256', preset, model, seen)
+        model.set_precision('float32')
+    med, p99 = FULL_PRESET_BOUNDS[preset]
+    check('dust3r 192x256', preset, want, got, median=med, p99=p99, vector_axis=-1)
 
 
 def test_flop_count_matches_spec_table():

@@ -8,6 +8,7 @@ the same wherever it is printed. Correlation alone ignores scale and offset (a m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class MapAgreement:
         p99_rel: 99th percentile of |got - ref| / |ref|.
         max_abs: Largest |got - ref|.
         max_rel: `max_abs` / max |ref| (the error against the map's range).
-        finite_mismatch: Fraction of elements finite in one map and not in the other.
+        finite_mismatch: Fraction of elements (vectors) finite in one map and not in the other.
     """
 
     pcc: float
@@ -59,18 +60,33 @@ class MapAgreement:
                 f'finite mismatch {self.finite_mismatch:.2%}')
 
 
-def compare_maps(ref, got) -> MapAgreement:
-    """The agreement of `got` with `ref` (same shape), module docstring."""
+def compare_maps(ref, got, vector_axis: Optional[int] = None) -> MapAgreement:
+    """The agreement of `got` with `ref` (same shape), module docstring.
+
+    Args:
+        ref: Reference map.
+        got: Map under test.
+        vector_axis: For a map of vectors (a pointmap's xyz on its last axis): the relative
+            and absolute errors are those of each vector, |got - ref| / |ref| with the Euclidean
+            norm along this axis (a coordinate that crosses 0 would inflate an element-wise
+            relative error); PCC stays over the elements.
+    """
     a, b = np.asarray(ref, np.float64), np.asarray(got, np.float64)
     if a.shape != b.shape:
         raise ValueError(f'compare_maps: shapes differ ({a.shape} vs {b.shape})')
     fa, fb = np.isfinite(a), np.isfinite(b)
+    if vector_axis is not None:
+        fa, fb = fa.all(axis=vector_axis), fb.all(axis=vector_axis)
     ok = fa & fb
     if not ok.any():
         raise ValueError('compare_maps: no element is finite in both maps')
-    diff = np.abs(b[ok] - a[ok])
-    rel = diff / np.maximum(np.abs(a[ok]), REL_FLOOR)
-    scale = float(np.max(np.abs(a[ok]))) or 1.0
+    if vector_axis is None:
+        diff, mag = np.abs(b[ok] - a[ok]), np.abs(a[ok])
+    else:
+        va, vb = np.moveaxis(a, vector_axis, -1)[ok], np.moveaxis(b, vector_axis, -1)[ok]
+        diff, mag = np.linalg.norm(vb - va, axis=-1), np.linalg.norm(va, axis=-1)
+    rel = diff / np.maximum(mag, REL_FLOOR)
+    scale = float(np.max(mag)) or 1.0
     return MapAgreement(pcc=pcc(a, b), median_rel=float(np.median(rel)),
                         p99_rel=float(np.percentile(rel, 99)), max_abs=float(diff.max()),
                         max_rel=float(diff.max()) / scale,
