@@ -5,9 +5,9 @@
 # see its README) they are installed too and composition_interfaces is generated from its source,
 # so that the tests run the launch files the way users do. Idempotent: a stamp holding the hash of
 # every input makes a re-run with nothing changed take about a second. The Jazzy venv also gets the
-# optional Ray extra (requirements/ray.txt: `tt-depth-batch --ray`) and the LiteRT converter and
-# interpreter (requirements/litert.txt: `tt-depth export --format litert`), whose tests run on Jazzy
-# only.
+# optional Ray extra (requirements/ray.txt: `tt-depth-batch --ray`), the LiteRT converter and
+# interpreter (requirements/litert.txt: `tt-depth export --format litert`) and the test-only Rerun
+# viewer (requirements/viewer.txt: it opens batch outputs), whose tests run on Jazzy only.
 #
 #   scripts/bootstrap.sh [jazzy|kilted]      -> .venv (jazzy, default) or .venv-kilted
 #   TT_DEPTH_ROS_SHARED=/path/to/shared      -> where to look for <shared>/ros/launch (default ../shared)
@@ -30,9 +30,10 @@ launch_dir="${TT_DEPTH_ROS_SHARED:-$root/../shared}/ros/launch"
 check_imports="import rclpy, torch, tf2_msgs.msg"
 extras=()
 if [[ "$distro" == jazzy ]]; then
-  extras=(-r "$root/requirements/ray.txt" -r "$root/requirements/litert.txt")
-  inputs+=(requirements/ray.txt requirements/litert.txt)
-  check_imports+=", ray, ai_edge_litert"
+  extras=(-r "$root/requirements/ray.txt" -r "$root/requirements/litert.txt"
+          -r "$root/requirements/viewer.txt")
+  inputs+=(requirements/ray.txt requirements/litert.txt requirements/viewer.txt)
+  check_imports+=", ray, ai_edge_litert, rerun"
 fi
 if [[ -d "$launch_dir/wheels" ]]; then
   launch_dir="$(cd "$launch_dir" && pwd)"
