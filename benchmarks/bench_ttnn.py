@@ -20,7 +20,7 @@ trace): its time per frame and stages (submit, wait, readback_and_unpack) print 
 `infer` figures of the same engine.
 
 Without a device (no /dev/tenstorrent/<id> or no `ttnn` package) it says so and exits 0.
-`--ttnn-module support.ttnn_standin` runs the same code on the CPU stand-in (tests only: the
+`--ttnn-module devtools.ttnn.standin` runs the same code on the CPU stand-in (tests only: the
 figures are then meaningless); rule-v1 weights are used when --weights is not given and the
 model is a tiny test config.
 """

@@ -4,7 +4,7 @@
         [--preset fast --preset bfloat16 ...] [--variant 'fc1=HiFi2' --variant 'sdpa=LoFi/bf16']
         [--estimate-json ESTIMATE.json ...]
 
-The stand-in (test/support/ttnn_standin) rounds like the device: bf16 / bfloat8_b storage (bit
+The stand-in (devtools/ttnn/standin) rounds like the device: bf16 / bfloat8_b storage (bit
 for bit with the real library's host conversion: test/ttnn_conformance), the FPU's operand
 truncation per math fidelity and a bf16 destination without fp32 accumulation (ops_math.py
 documents the model; not bit-exact). Per preset it prints DA3 depth PCC / max relative error or
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument('--variant', action='append', default=[])
     ap.add_argument('--estimate-json', action='append', default=[])
     a = ap.parse_args(argv)
-    import support.ttnn_standin as standin
+    from devtools.ttnn import standin
     from tt_depth_ros.engines.ttnn.precision import DA3_ONLY, PRESETS
     sys.modules['ttnn'] = standin
     import os

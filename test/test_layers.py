@@ -8,7 +8,8 @@ engine is built through engines/, which imports torch lazily); inside ros, ros.r
 ros.msgs never import a node package (ros.depth, ros.pair), and the two node packages never
 import each other; inside tools, tools.eval is evaluation only (geometry and numpy), tools.cli
 has no ROS, and bag -> bench -> demo import one way. Every import counts, also the ones inside
-functions (a lazy import still couples the modules). The module graph has no cycle.
+functions (a lazy import still couples the modules). The module graph has no cycle. The package
+never imports development code: devtools/ (the ttnn simulator), benchmarks/ or the tests' helpers.
 
 Every failure names the importing file, the line and what it imports.
 """
@@ -38,6 +39,8 @@ TORCH = {'torch', 'torchvision'}
 NEVER_EXTERNAL = {'models': ROS_PACKAGES, 'engines': ROS_PACKAGES,
                   'geometry': ROS_PACKAGES | TORCH, 'pipelines': ROS_PACKAGES,
                   'api': ROS_PACKAGES, 'ros': TORCH}
+# top-level names of the checkout's development code: never shipped (setup.py), never imported
+DEVELOPMENT = {'devtools', 'benchmarks', 'support', 'conftest'}
 # (importer prefix, imported prefix): a dependency the layer order allows but the design does not
 NEVER_INTERNAL = [
     ('ros.runtime', 'ros.depth'), ('ros.runtime', 'ros.pair'),
@@ -151,6 +154,12 @@ def test_every_package_folder_says_what_it_holds_and_may_import():
 @pytest.mark.parametrize('layer', LAYERS)
 def test_imports_follow_the_layer_order(layer):
     bad = [v for m in MODULES if _layer(m) == layer for v in _violations(m)]
+    assert not bad, '\n'.join(bad)
+
+
+def test_the_package_never_imports_development_code():
+    bad = [f'{_where(m, line)}: imports {name}, development code (never shipped)'
+           for m in MODULES for line, name in _imports(m) if name.split('.')[0] in DEVELOPMENT]
     assert not bad, '\n'.join(bad)
 
 

@@ -121,6 +121,11 @@ def test_colcon_build_installs_scripts_and_share_files(tmp_path_factory):
     assert (share / 'package.xml').is_file()
     index = prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
     assert (index / 'tt_depth_ros').is_file()
+    # the package alone: the development code of the checkout is never installed
+    site = sorted(prefix.glob('lib/python*/site-packages'))
+    assert site and (site[0] / 'tt_depth_ros' / '__init__.py').is_file(), site
+    shipped = {p.name for p in site[0].iterdir() if p.is_dir()}
+    assert not shipped & {'devtools', 'benchmarks', 'test', 'support'}, sorted(shipped)
     for folder, pattern in (('launch', '*.py'), ('config', '*.yaml'), ('config', '*.xml')):
         expected = sorted(p.name for p in (ROOT / folder).glob(pattern))
         assert expected, f'the repository has no {folder}/{pattern}'

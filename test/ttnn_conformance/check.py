@@ -328,7 +328,7 @@ def run(engine_paths=None, *, usage=None, standin=None, py=None) -> tuple[list[s
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(ROOT / 'test'))
     if standin is None:
-        import support.ttnn_standin as standin
+        from devtools.ttnn import standin
     py = py or ensure_venv()
     if usage is None:
         paths = sorted(engine_paths or glob.glob(ENGINE_GLOB, recursive=True))

@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import check  # noqa: E402
 
-import support.ttnn_standin as standin  # noqa: E402
+from devtools.ttnn import standin  # noqa: E402
 
 
 @pytest.fixture(scope='module')

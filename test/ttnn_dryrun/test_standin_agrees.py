@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import environment  # noqa: E402
 
-import support.ttnn_standin as standin  # noqa: E402
+from devtools.ttnn import standin  # noqa: E402
 
 RESHAPES = [  # (from, to, layout)
     ((1, 1, 64, 64), (1, 64, 64), 'TILE'),        # leading dims only
@@ -129,7 +129,7 @@ def test_standin_buffer_behaviour_matches_real_ttnn(side_python, tmp_path, monke
     try:
         ours = observe(standin, dev, standin_freed)
     finally:
-        from support.ttnn_standin import device as standin_device
+        from devtools.ttnn.standin import device as standin_device
         standin_device._open_devices.clear()
     for k in theirs:
         print(f'{k}: real {theirs[k]!r}, stand-in {ours.get(k)!r}')
@@ -160,7 +160,7 @@ def test_standin_raises_on_use_after_forced_free(ttnn_standin_device):
 
 @pytest.fixture
 def ttnn_standin_device(monkeypatch):
-    from support.ttnn_standin import device as standin_device
+    from devtools.ttnn.standin import device as standin_device
     monkeypatch.setitem(sys.modules, 'ttnn', standin)
     dev = standin.open_device(device_id=0, l1_small_size=32768, trace_region_size=1 << 26)
     yield standin, dev

@@ -8,8 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
-import support.ttnn_standin as standin
-from support.ttnn_standin import device as standin_device
+from devtools.ttnn import standin
+from devtools.ttnn.standin import device as standin_device
 from support.weight_rule import rule_v1_state_dict
 
 DATA = Path(__file__).resolve().parents[2] / 'data'

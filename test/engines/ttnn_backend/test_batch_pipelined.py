@@ -6,8 +6,8 @@ messages are built), the stand-in's trace queue held back until forced (cq0_lazy
 message must be byte-identical, in the same order and at the same bag times, which are those
 of the images.
 """
+from devtools.ttnn.standin import queues
 from support.batch_runs import CFG, PARAMS, bag_messages
-from support.ttnn_standin import queues
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.tools.bag import sample as sample_bag
 from tt_depth_ros.tools.batch.depth_bag import DepthBagJob, NodeLogger, bag_cameras

@@ -29,7 +29,7 @@ def _run_on_standin(tmp_path, *args) -> dict:
     """bench_ttnn.py on the stand-in (tiny DA3, 3 frames, no node overhead) -> its JSON."""
     out = tmp_path / 'bench.json'
     assert _bench().main(['--model', 'da3metric-tiny', '--frames', '3', *args,
-                          '--ttnn-module', 'support.ttnn_standin', '--no-node-overhead',
+                          '--ttnn-module', 'devtools.ttnn.standin', '--no-node-overhead',
                           '--json', str(out)]) == 0
     return json.loads(out.read_text())
 

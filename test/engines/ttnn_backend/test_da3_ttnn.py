@@ -175,7 +175,7 @@ def test_engine_math_is_exact_without_bf16_rounding(ttnn, da3_tiny_sd):
 
     So every remaining difference in the parity tests above is bf16 precision, not engine math.
     """
-    from support.ttnn_standin.numerics import exact_arithmetic
+    from devtools.ttnn.standin.numerics import exact_arithmetic
     g = np.load(DATA / 'da3' / 'tiny_280x504.npz')
     with exact_arithmetic(), _engine(da3_tiny_sd) as eng:
         out = eng.infer(load_png(DATA / 'da3' / 'tiny_280x504.png'))

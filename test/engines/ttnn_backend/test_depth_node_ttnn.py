@@ -1,7 +1,7 @@
 """The depth node end to end with `backend: ttnn` on the CPU stand-in (test-only injection).
 
 camera simulator -> `python -m tt_depth_ros.ros.depth.node` whose engine comes from the test-only
-plugin `support.ttnn_standin.plugin:build_engine` (stand-in as `ttnn`, then the production
+plugin `devtools.ttnn.standin.plugin:build_engine` (stand-in as `ttnn`, then the production
 factory/select/ttnn engine with backend='ttnn') -> this process checks the published depth against
 the torch-cpu DepthPredictor on the same frame (bf16-level agreement: PCC).
 """
@@ -32,10 +32,10 @@ def test_depth_node_with_ttnn_backend_on_standin(tmp_path):
     plugin_args = json.dumps({'model': 'da3metric-tiny', 'weights': str(weights),
                               'backend': 'ttnn'})
     params = {'model': 'da3metric-tiny', 'weights_path': str(weights), 'backend': 'ttnn',
-              'engine_plugin': 'support.ttnn_standin.plugin:build_engine',
+              'engine_plugin': 'devtools.ttnn.standin.plugin:build_engine',
               'engine_plugin_args': plugin_args, 'expected_width': 640, 'expected_height': 480,
               'input_reliability': 'reliable'}
-    env = child_env()   # test/ on PYTHONPATH: the support.ttnn_standin plugin
+    env = child_env()   # the repository root on PYTHONPATH: the devtools.ttnn.standin plugin
     env['TT_DEPTH_ROS_TTNN_CACHE'] = str(tmp_path / 'ttnn_cache')
     calib = json.dumps({'width': 640, 'height': 480, 'k': K_IMG})
     camera = [sys.executable, str(node_script('camera_sim.py')), NS, png, calib, '4']

@@ -94,7 +94,7 @@ def test_trace_path_pairs(ttnn, tiny_sd):
 
 def test_engine_math_is_exact_without_bf16_rounding(ttnn, tiny_sd):
     """Diagnostic: bf16 rounding off -> the fixture's fp32 gates hold (raw, conf, pts)."""
-    from support.ttnn_standin.numerics import exact_arithmetic
+    from devtools.ttnn.standin.numerics import exact_arithmetic
     g = np.load(DATA / 'tiny_80x112.npz')
     with exact_arithmetic(), build_ttnn_engine('dust3r-tiny', state_dict=tiny_sd) as eng:
         out = eng.infer(*views('80x112'))

@@ -1,6 +1,6 @@
 """The 'fast' precision preset (the speed design) and the stand-in's FPU model it is judged by.
 
-The FPU model (test/support/ttnn_standin/ops_math.py, after the Tensix ISA's MVMUL functional
+The FPU model (devtools/ttnn/standin/ops_math.py, after the Tensix ISA's MVMUL functional
 model): a matmul's in0 sits in SrcB (hidden bit + 6 mantissa bits per phase-0 pass), in1 in SrcA
 (hidden bit + 4, then the next 5); LoFi runs one phase, HiFi2 two; without fp32 accumulation the
 destination is bf16 after every 16-deep step. The preset's accuracy on the golden cases is

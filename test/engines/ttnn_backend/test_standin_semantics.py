@@ -132,7 +132,7 @@ def test_float32_matmul_operands_enter_the_fpu_as_tf32(ttnn):
 
     Without this the float32 precision presets would look exact on the stand-in.
     """
-    from support.ttnn_standin.numerics import exact_arithmetic
+    from devtools.ttnn.standin.numerics import exact_arithmetic
     dev = _open(ttnn)
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(1, 1, 32, 64, generator=g), torch.randn(1, 1, 64, 32, generator=g)

@@ -1,6 +1,6 @@
 """Trace + 2 command queues on the stand-in: ordering, no stale input, no lost frame, shutdown.
 
-The stand-in runs the two queues under adversarial but legal schedules (support/ttnn_standin/
+The stand-in runs the two queues under adversarial but legal schedules (devtools/ttnn/standin/
 queues.py): 'cq0_lazy' holds the trace queue back until something forces it, 'cq1_lazy' holds
 the upload queue back. A missing event in either direction then shows up as a wrong frame. Every
 frame is distinct (its own random image); a pipelined engine must return, for each ticket, the
@@ -9,7 +9,7 @@ outputs the one-queue engine gives for that same image.
 import numpy as np
 import pytest
 
-from support.ttnn_standin import queues
+from devtools.ttnn.standin import queues
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.geometry.preprocess.resize_map import resize_map
 

@@ -25,7 +25,7 @@ configs (config.linear_program_config; GELU fused into fc1), q/k/v, heads, the S
 the MLP hidden and the encoder's residual stream with its LayerNorm outputs live in L1 (the
 SDPA mask cannot: ttnn requires it in DRAM), and each matmul role has its own fidelity / weight
 dtype (ROLES, FAST_ROLES_*). Measured with the stand-in's FPU model (operand truncation per
-fidelity, bf16 destination without fp32 accumulation: test/support/ttnn_standin/ops_math.py) by
+fidelity, bf16 destination without fp32 accumulation: devtools/ttnn/standin/ops_math.py) by
 benchmarks/ttnn_precision_table.py: bfloat8_b weights on every linear miss the gates (DA3-Large
 depth PCC 0.9988, DUSt3R tiny pts3d 0.981), and so does HiFi2 on every DA3 linear (0.9997: it
 truncates the bf16 activations, in0, to 7 significant bits); DA3's fc1 and SDPA take HiFi2 and

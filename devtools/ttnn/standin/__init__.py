@@ -1,8 +1,8 @@
 # ruff: noqa: F401  (re-exports: this module is the ttnn namespace)
-"""A faithful CPU stand-in for the subset of ttnn 0.81.1 our engines use — TEST CODE ONLY.
+"""A faithful CPU stand-in for the subset of ttnn 0.81.1 our engines use — DEVELOPMENT ONLY.
 
-Injected by tests (`sys.modules['ttnn'] = ttnn_standin`, see `install()`); the engines import
-`ttnn` and never know. It computes with torch and reproduces what decides correctness on a
+Injected by tests and benchmarks (`sys.modules['ttnn'] = standin`, see `install()`); the engines
+import `ttnn` and never know. It computes with torch and reproduces what decides correctness on a
 Blackhole p150 (docs/ttnn.md §8): bf16 round-to-nearest-even on every op output, bfloat8_b
 blocks, tile padding to 32 and undefined padding after tiled reshapes/slices, the layouts ops
 reject, keyword-only arguments and the defaults that bite (layer_norm eps 1e-12, SDPA
