@@ -72,7 +72,7 @@ def interleaved(fns: dict, runs: int) -> tuple[dict, dict]:
 
 
 def figures(depth: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
-    from tt_depth_ros.engines.export.graph import pcc
+    from tt_depth_ros.engines.parity import pcc
 
     rel = float(np.max(np.abs(depth.astype(np.float64) - ref)) / np.max(np.abs(ref)))
     return pcc(depth, ref), rel

@@ -4,7 +4,8 @@ One conversion (module fixture, fp32 and the fp16 file from it) is checked for: 
 content, the static mobile-GPU check (no GATHER_ND / TRANSPOSE_CONV / BROADCAST_TO, nothing over
 4-D; the align_corners=True resizes counted and stated; LiteRT's analyzer verdict), the parity of
 the ai-edge-litert interpreter (XNNPACK) with the torch-cpu fp32 engine on the export input and on
-the golden image (depth PCC >= 0.9995 fp32; fp16 reported, >= 0.999), the fp16 file's float16
+the golden image (depth PCC >= 0.9995 fp32; fp16 reported, >= 0.999; every output, depth,
+confidence and cameras, within the exporter's magnitude tolerances), the fp16 file's float16
 weights and size. The checker itself is shown to fail on a file that holds what the delegate
 rejects. Bad input (size not a multiple of 14, NESTED, DUSt3R, a missing converter package, an
 --out whose sidecar name another format's file holds) is a clear message, never a traceback.
@@ -17,10 +18,11 @@ import numpy as np
 import pytest
 
 from support.da3_fixtures import anyview_png, anyview_state_dict, write_safetensors
-from tt_depth_ros.engines.export.graph import pcc
+from tt_depth_ros.engines.export.graph import TOLERANCES
 from tt_depth_ros.engines.export.litert_da3 import PCC_GATES, export_da3_litert, tflite_outputs
 from tt_depth_ros.engines.export.tflite_ops import gpu_delegate_check
 from tt_depth_ros.engines.factory import build_engine
+from tt_depth_ros.engines.parity import compare_maps, pcc
 from tt_depth_ros.engines.weights import sha256_file
 from tt_depth_ros.tools.cli.main import main as tt_depth
 
@@ -61,7 +63,9 @@ def test_file_sidecar_and_static_gpu_check(files):
     assert 'compatible with GPU delegate' in check['analyzer_verdict']
     par = side['parity']
     assert par['passed'] and par['outputs']['depth']['pcc'] >= PCC_GATES['fp32']
-    assert par['outputs']['depth']['max_rel'] < 1e-4
+    assert list(par['outputs']) == NAMES                    # every output the file returns
+    for name, fig in par['outputs'].items():
+        assert fig['passed'] and fig['max_rel'] <= TOLERANCES['fp32']['map_max_rel'], (name, fig)
 
 
 def test_interpreter_matches_torch_on_the_golden_image(files):
@@ -77,8 +81,21 @@ def test_interpreter_matches_torch_on_the_golden_image(files):
     np.testing.assert_allclose(got['depth'], want['depth'], rtol=1e-4,
                                atol=1e-5 * np.abs(want['depth']).max())
     np.testing.assert_allclose(got['intrinsics'], want['intrinsics'], rtol=1e-4)
+    np.testing.assert_allclose(got['extrinsics'], want['extrinsics'], rtol=1e-4, atol=1e-5)
     half = tflite_outputs(fp16, img, NAMES)
     assert pcc(half['depth'], want['depth']) >= PCC_GATES['fp16']
+    # every output by magnitude on another image than the export's, at the exporter's stated
+    # tolerances (engines/export/graph.TOLERANCES): max |diff| / max |torch|, depth and conf
+    # (after its exp + 1) also the median per-pixel relative error
+    for dtype, outs in (('fp32', got), ('fp16', half)):
+        tol = TOLERANCES[dtype]
+        for k in NAMES:
+            agree = compare_maps(want[k], outs[k])
+            bound = tol['camera_max_rel'] if k in ('intrinsics', 'extrinsics') else \
+                tol['map_max_rel']
+            assert agree.max_rel <= bound and agree.finite_mismatch == 0, (dtype, k, str(agree))
+            if k in ('depth', 'conf'):
+                assert agree.median_rel <= tol['map_median_rel'], (dtype, k, str(agree))
 
 
 def test_fp16_file_holds_float16_weights(files):
@@ -95,6 +112,7 @@ def test_fp16_file_holds_float16_weights(files):
     assert fp16.stat().st_size < fp32.stat().st_size - 0.9e6
     par = half['parity']
     assert par['passed'] and PCC_GATES['fp16'] <= par['outputs']['depth']['pcc'] < 1.0
+    assert list(par['outputs']) == NAMES and all(f['passed'] for f in par['outputs'].values())
 
 
 def test_gpu_check_fails_on_what_the_delegate_rejects(files, tmp_path):

@@ -17,9 +17,11 @@ from support.da3_fixtures import (
     tiny_state_dict,
     write_safetensors,
 )
-from tt_depth_ros.engines.export.onnx_da3 import PCC_GATE, export_da3_onnx, pcc
+from tt_depth_ros.engines.export.graph import TOLERANCES, parity, parity_passed
+from tt_depth_ros.engines.export.onnx_da3 import PCC_GATE, export_da3_onnx
 from tt_depth_ros.engines.export.size import parse_size
 from tt_depth_ros.engines.factory import build_engine
+from tt_depth_ros.engines.parity import compare_maps, pcc
 from tt_depth_ros.engines.select import BackendUnavailableError, select_backend
 from tt_depth_ros.engines.weights import sha256_file
 from tt_depth_ros.pipelines.depth import DA3FramePath, FrameOptions
@@ -71,7 +73,10 @@ def test_export_writes_a_checked_file_and_its_sidecar(metric):
         model.graph.node)
     par = side['parity']
     assert par['passed'] and par['outputs']['depth']['pcc'] >= PCC_GATE
-    assert par['outputs']['depth']['max_rel'] < 1e-4
+    assert set(par['outputs']) == {'depth', 'sky'}            # every output the file returns
+    for name, fig in par['outputs'].items():
+        assert fig['passed'] and fig['max_rel'] <= TOLERANCES['fp32']['map_max_rel'], (name, fig)
+    assert par['outputs']['depth']['median_rel'] <= TOLERANCES['fp32']['map_median_rel']
 
 
 def test_onnxruntime_engine_matches_torch_through_the_frame_path(metric, torch_metric):
@@ -114,9 +119,41 @@ def test_anyview_export_matches_torch(tmp_path):
     for k in a:
         assert a[k].shape == b[k].shape, k
     assert pcc(a['depth'], b['depth']) >= PCC_GATE
+    # every output on another image than the export's, by magnitude: depth and confidence (after
+    # its exp + 1) allclose to 1e-4 of their range, the cameras to 1e-4 of their largest entry
+    for k in a:
+        agree = compare_maps(b[k], a[k])
+        assert agree.max_rel <= 1e-4 and agree.finite_mismatch == 0, (k, str(agree))
+    np.testing.assert_allclose(a['depth'], b['depth'], rtol=1e-4, atol=1e-5 * b['depth'].max())
     np.testing.assert_allclose(a['intrinsics'], b['intrinsics'], rtol=1e-4)
+    np.testing.assert_allclose(a['extrinsics'], b['extrinsics'], rtol=1e-4, atol=1e-5)
+    assert side['parity']['outputs'].keys() == a.keys()
+    assert all(f['passed'] for f in side['parity']['outputs'].values()), side['parity']
     ort.close()
     ref.close()
+
+
+def test_parity_fails_on_scale_offset_and_a_missing_activation():
+    """The exporter's gate sees what PCC does not: depth x 1.05, + an offset, raw confidence."""
+    rng = np.random.default_rng(0)
+    ref = {'depth': rng.uniform(0.5, 3.0, (28, 42)).astype(np.float32),
+           'conf': (np.exp(rng.normal(0, 1, (28, 42))) + 1).astype(np.float32),
+           'intrinsics': np.array([[300.0, 0, 21], [0, 300.0, 14], [0, 0, 1]], np.float32),
+           'extrinsics': np.hstack([np.eye(3), [[0.1], [0.0], [-0.2]]]).astype(np.float32)}
+    figures = parity(ref, ref, 'fp32')
+    assert parity_passed(figures, PCC_GATE)
+    bad = [('depth x 1.05', 'depth', dict(ref, depth=ref['depth'] * 1.05)),
+           ('depth + 0.05', 'depth', dict(ref, depth=ref['depth'] + 0.05)),
+           ('conf before its exp + 1', 'conf', dict(ref, conf=np.log(ref['conf'] - 1))),
+           ('fx 0.1 % off', 'intrinsics', dict(ref, intrinsics=ref['intrinsics'] * [[1.001],
+                                                                                 [1], [1]])),
+           ('t 1 mm off', 'extrinsics', dict(ref, extrinsics=ref['extrinsics'] + [
+               [0, 0, 0, 1e-3], [0, 0, 0, 0], [0, 0, 0, 0]]))]
+    for why, name, ours in bad:
+        figures = parity(ours, ref, 'fp32')
+        assert not parity_passed(figures, PCC_GATE), why
+        assert [k for k, f in figures.items() if not f['passed']] == [name], (why, figures)
+    assert figures['extrinsics']['pcc'] > 0.99999      # correlation alone would pass it
 
 
 def test_size_not_a_multiple_of_14_is_a_clear_error(capsys, tmp_path):
@@ -238,6 +275,8 @@ def test_nested_file_is_the_two_branches_and_the_engine_aligns_like_torch(tmp_pa
         'sky']
     assert 'align_to_metric' in data['host_postprocess']
     assert data['parity']['outputs']['scale_factor']['pcc'] is None   # a scalar: no PCC
+    assert set(data['parity']['outputs']) == {'depth', 'conf', 'sky', 'intrinsics', 'extrinsics',
+                                              'scale_factor'}
     ort = build_engine(name, backend='onnxruntime', weights=str(out))
     ref = build_engine(name, backend='torch-cpu', state_dict=sd, config=config,
                        accept_license=True)
@@ -247,6 +286,9 @@ def test_nested_file_is_the_two_branches_and_the_engine_aligns_like_torch(tmp_pa
                                 'scale_factor'}
     np.testing.assert_allclose(a['scale_factor'], b['scale_factor'], rtol=1e-4)
     assert pcc(a['depth'], b['depth']) >= PCC_GATE
+    for k in ('depth', 'conf', 'sky', 'intrinsics', 'extrinsics'):   # by magnitude too
+        agree = compare_maps(b[k], a[k])
+        assert agree.max_rel <= 1e-4 and agree.finite_mismatch == 0, (k, str(agree))
     np.testing.assert_allclose(a['extrinsics'], b['extrinsics'], rtol=1e-4, atol=1e-5)
     frames = []
     for eng in (ort, ref):

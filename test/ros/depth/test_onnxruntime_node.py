@@ -15,7 +15,8 @@ from support.da3_fixtures import load_png_rgb, tiny_state_dict
 from support.procs import spawn, stop
 from support.rosutil import RELIABLE, RosProbe, child_env, depth_node_cmd
 from tt_depth_ros.api import DepthPredictor
-from tt_depth_ros.engines.export.onnx_da3 import export_da3_onnx, pcc
+from tt_depth_ros.engines.export.onnx_da3 import export_da3_onnx
+from tt_depth_ros.engines.parity import compare_maps
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.depth import image_msg_to_depth, rgb_image_msg
 
@@ -58,5 +59,6 @@ def test_depth_node_runs_an_exported_file(tmp_path):
         expected = predictor(rgb, K).depth
     fin = np.isfinite(expected)
     assert np.array_equal(fin, np.isfinite(depth))
-    assert pcc(depth[fin], expected[fin]) >= 0.9999
+    agree = compare_maps(expected, depth)
+    assert agree.pcc >= 0.9999 and agree.finite_mismatch == 0, str(agree)
     np.testing.assert_allclose(depth[fin], expected[fin], rtol=1e-4)

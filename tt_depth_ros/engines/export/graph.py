@@ -15,7 +15,7 @@ from torch import nn
 
 from tt_depth_ros.engines import registry
 from tt_depth_ros.engines.export.sidecar import METRIC_SCALE
-from tt_depth_ros.engines.parity import pcc
+from tt_depth_ros.engines.parity import REL_FLOOR, compare_maps
 from tt_depth_ros.engines.torch.da3 import build_model, build_torch_engine
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights, sha256_file
 from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
@@ -114,16 +114,74 @@ def export_input(h: int, w: int) -> np.ndarray:
     return np.clip(smooth + noise, 0, 255).astype(np.uint8)
 
 
-def parity(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> dict:
-    """Per output: PCC (maps; None for a scalar), max |diff| and max |diff| / max |ref|."""
+CAMERA_OUTPUTS = ('intrinsics', 'extrinsics', 'extrinsics_anyview')
+"""Outputs that are camera matrices (3x3 K, 3x4 [R | t]) rather than maps."""
+SPARSE_OUTPUTS = ('sky',)
+"""Maps that are 0 on most pixels (the relu sky score): no relative error per pixel there."""
+TOLERANCES = {
+    'fp32': {'map_max_rel': 1e-4, 'map_median_rel': 1e-5, 'camera_max_rel': 1e-4,
+             'scalar_rel': 1e-4},
+    'fp16': {'map_max_rel': 1e-2, 'map_median_rel': 2e-3, 'camera_max_rel': 5e-3,
+             'scalar_rel': 1e-2},
+}
+"""What every output of an exported file must meet against the torch fp32 engine, by dtype.
+
+`*_max_rel` bounds max |export - torch| / max |torch| (an allclose with rtol 0 and atol that
+fraction of the output's largest magnitude), `map_median_rel` the median per-pixel |export -
+torch| / |torch| of the dense maps but the sparse sky score, `scalar_rel` a scalar's relative
+error (NESTED's scale factor). Both see scale and offset, which PCC does not: a depth x 1.05 is
+5e-2 off, a confidence without its exp + 1 activation far more. fp32 files differ from the torch
+engine by float reordering alone (~1e-5 of the range); fp16 files by the backbone's (ONNX) or the
+weights' (LiteRT) half precision (~2e-3)."""
+
+
+def _tolerance(name: str, dtype: str) -> dict:
+    t = TOLERANCES[dtype]
+    if name in CAMERA_OUTPUTS:
+        return {'max_rel': t['camera_max_rel']}
+    if name in SPARSE_OUTPUTS:
+        return {'max_rel': t['map_max_rel']}
+    return {'max_rel': t['map_max_rel'], 'median_rel': t['map_median_rel']}
+
+
+def parity(ours: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray], dtype: str) -> dict:
+    """Per output: the agreement figures (parity.compare_maps), its tolerance and `passed`.
+
+    Args:
+        ours: The exported file's outputs, by name.
+        ref: The torch-cpu fp32 engine's outputs for the same input (every one is checked).
+        dtype: The file's dtype ('fp32', 'fp16'): which TOLERANCES apply.
+    """
     out = {}
     for name, r in ref.items():
         o = np.asarray(ours[name])
-        diff = float(np.max(np.abs(o.astype(np.float64) - r)))
-        scale = float(np.max(np.abs(r))) or 1.0
-        corr = round(pcc(o, r), 9) if np.size(r) > 1 else None
-        out[name] = {'pcc': corr, 'max_abs': diff, 'max_rel': diff / scale}
+        r = np.asarray(r)
+        if o.shape != r.shape:
+            out[name] = {'error': f'shape {list(o.shape)} != torch {list(r.shape)}',
+                         'passed': False}
+            continue
+        if r.size == 1:       # a scalar (NESTED's scale factor): no PCC, one relative error
+            diff = float(abs(float(o.reshape(())) - float(r.reshape(()))))
+            rel = diff / max(abs(float(r.reshape(()))), REL_FLOOR)
+            tol = {'rel': TOLERANCES[dtype]['scalar_rel']}
+            out[name] = {'pcc': None, 'max_abs': diff, 'max_rel': rel, 'tolerance': tol,
+                         'passed': bool(np.isfinite(rel) and rel <= tol['rel'])}
+            continue
+        a = compare_maps(r, o)
+        tol = _tolerance(name, dtype)
+        ok = (a.finite_mismatch == 0 and a.max_rel <= tol['max_rel']
+              and a.median_rel <= tol.get('median_rel', np.inf))
+        out[name] = {'pcc': round(a.pcc, 9), 'median_rel': a.median_rel, 'p99_rel': a.p99_rel,
+                     'max_abs': a.max_abs, 'max_rel': a.max_rel,
+                     'finite_mismatch': a.finite_mismatch, 'tolerance': tol, 'passed': bool(ok)}
     return out
+
+
+def parity_passed(figures: dict, depth_pcc_gate: float) -> bool:
+    """The depth PCC gate and every output within its tolerance (`parity`)."""
+    depth = figures.get('depth', {})
+    return bool(depth.get('pcc') is not None and depth['pcc'] >= depth_pcc_gate
+                and all(f['passed'] for f in figures.values()))
 
 
 class Weights(NamedTuple):

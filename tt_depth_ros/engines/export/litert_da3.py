@@ -9,8 +9,10 @@ constants) -> `litert_torch.convert` -> for `fp16`, litert-torch's own fp16 reci
 (`full_fp16_recipe`: the FULLY_CONNECTED / CONV_2D weights stored as float16, dequantized by the
 runtime; the mobile GPU delegate computes in fp16 anyway) on the converted fp32 flatbuffer -> the
 static GPU-delegate check (engines/export/tflite_ops.py) -> the ai-edge-litert interpreter (CPU,
-XNNPACK) and the torch engine on the same uint8 export input -> PCC and errors per output, the
-operator inventory, the check and the conversion time into the sidecar (engines/export/sidecar.py).
+XNNPACK) and the torch engine on the same uint8 export input -> PCC and errors per output, each
+against its tolerance (graph.TOLERANCES), the operator inventory, the check and the conversion
+time into the sidecar (engines/export/sidecar.py); `parity['passed']` needs the depth PCC gate,
+every output within its tolerance and the GPU check.
 
 The file takes the normalised image as (1, H, W, 3) float32 NHWC (a mobile bitmap's layout) and
 returns the torch engine's outputs with a batch axis of 1, in the sidecar's order. Bilinear
@@ -44,6 +46,7 @@ from tt_depth_ros.engines.export.graph import (
     outputs,
     package_version,
     parity,
+    parity_passed,
     reference_outputs,
     sidecar_common,
 )
@@ -248,12 +251,12 @@ def _check_and_describe(path: Path, dtype: str, spec, h: int, w: int, image: np.
     try:
         t0 = time.perf_counter()
         ours = tflite_outputs(path, image, names)
-        figures = parity(ours, ref)
+        figures = parity(ours, ref, dtype)
         par = {'reference': 'torch-cpu fp32 engine on the same uint8 input',
                'input': f'export_input({h}, {w}): seeded synthetic image (seed {EXPORT_SEED})',
                'runtime': RUNTIME, 'run_s': round(time.perf_counter() - t0, 2),
                'outputs': figures, 'depth_pcc_gate': gate,
-               'passed': bool(figures['depth']['pcc'] >= gate and check.passed)}
+               'passed': parity_passed(figures, gate) and check.passed}
         if not check.passed:
             par['why_not_passed'] = 'the static GPU-delegate check failed (gpu_delegate_check)'
     except Exception as e:  # noqa: BLE001 (a kernel the interpreter lacks): recorded
