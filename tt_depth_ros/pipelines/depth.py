@@ -2,8 +2,8 @@
 
 One camera image through any DA3 model (docs/design.md §2). `DA3FramePath` is the only
 implementation: `DepthPredictor` wraps it for Python users (files, fx/fy arguments), the depth node
-calls it for every kind (ros/depth/node.py; relative and NESTED publishing in
-ros/depth/relative_outputs.py). Per frame: network size (upstream upper-bound resize, or a fixed
+calls it for every kind (ros/depth/node.py; the metric scale of relative frames is
+pipelines/depth_scale.py). Per frame: network size (upstream upper-bound resize, or a fixed
 size) -> upstream DA3 resize (on the engine's device when it `resizes_on_device` and the output
 is the camera grid: the camera image and the resize as matrices go to `infer_camera`) -> engine
 -> intrinsics at network resolution (the caller's, the model's estimate, or the default focal)
@@ -52,6 +52,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     scale_intrinsics,
 )
 from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap, resize_map
+from tt_depth_ros.models.kind import DEPTH_KINDS, ModelKind
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import (
     depth_to_mm16,
@@ -63,17 +64,17 @@ from tt_depth_ros.pipelines.io import (
 
 _log = logging.getLogger(__name__)
 OUTPUTS = ('camera', 'network')
-KINDS = ('metric', 'mono', 'anyview', 'nested')
-"""DA3 model kinds (engines/registry.py): DA3METRIC, DA3MONO, any-view, NESTED."""
 INTRINSICS_SOURCES = ('camera_info', 'estimated', 'default')
+PLANS_KEPT = 8
+"""Frame plans a frame path remembers (camera size x options: one per camera, a few on change)."""
 
 
-def engine_kind(details: dict) -> str:
-    """'metric', 'mono', 'anyview' or 'nested' from an engine's info.details."""
+def engine_kind(details: dict) -> ModelKind:
+    """The model kind an engine reports in its info.details ('kind'; else from 'is_metric')."""
     kind = details.get('kind')
     if kind:
-        return str(kind)
-    return 'metric' if details.get('is_metric', True) else 'mono'
+        return ModelKind(kind)
+    return ModelKind.METRIC if details.get('is_metric', True) else ModelKind.MONO
 
 
 def mean_focal(K: np.ndarray) -> float:
@@ -206,6 +207,13 @@ class StartedFrame:
     timings: dict
 
 
+class FramePlan(NamedTuple):
+    """How a camera size goes through the network: its grid and the engine's device resize."""
+
+    net_hw: tuple[int, int]           # the network grid (H, W)
+    resize: Optional[ResizeMap]       # the resize the engine runs on its device, else None
+
+
 class _GridIntrinsics(NamedTuple):
     camera: np.ndarray    # 3x3 on the camera image
     network: np.ndarray   # 3x3 at network resolution
@@ -216,23 +224,26 @@ class DA3FramePath:
 
     Args:
         engine: A DA3 engine (`engines.factory.build_engine`).
-        kind: One of KINDS (`engine_kind`: the registry's kind, carried by the engine's info).
+        kind: A DA3 kind (`engine_kind`: the registry's kind, carried by the engine's info).
     """
 
-    def __init__(self, engine: Engine, kind: str) -> None:
-        if kind not in KINDS:
-            raise ValueError(f'DA3 kind={kind!r}; allowed: {KINDS}')
+    def __init__(self, engine: Engine, kind: ModelKind | str) -> None:
+        kind = ModelKind(kind)
+        if kind not in DEPTH_KINDS:
+            raise ValueError(f'DA3 kind={kind.value!r}; allowed: '
+                             f'{[k.value for k in DEPTH_KINDS]}')
         self.engine, self.kind = engine, kind
+        self._plans: dict[tuple, FramePlan] = {}   # (h, w, options) -> plan; a camera has one
 
     @property
     def estimates_intrinsics(self) -> bool:
         """Whether the model predicts its camera (any-view, NESTED)."""
-        return self.kind in ('anyview', 'nested')
+        return self.kind.estimates_intrinsics
 
     @property
     def is_metric(self) -> bool:
         """Whether the depth comes out in metres (DA3METRIC, NESTED)."""
-        return self.kind in ('metric', 'nested')
+        return self.kind.is_metric
 
     def intrinsics(self, K: Optional[np.ndarray], tx: float = 0.0) -> FrameIntrinsics:
         """The caller's K when it has one, else the model's estimate, else the default focal."""
@@ -240,20 +251,29 @@ class DA3FramePath:
             return FrameIntrinsics('camera_info', K, tx)
         return FrameIntrinsics('estimated' if self.estimates_intrinsics else 'default')
 
-    def device_resize(self, camera_hw: tuple[int, int],
-                      options: FrameOptions) -> Optional[ResizeMap]:
-        """The resize the engine runs on its device for this camera size, or None (the host's).
+    def plan(self, camera_hw: tuple[int, int], options: FrameOptions) -> FramePlan:
+        """The network grid and the device resize of a camera size (ValueError: extreme aspect).
 
-        The engine takes camera images when it `resizes_on_device` and the output is on the
-        camera grid (the network grid's output needs the network image on the host anyway).
+        The engine takes camera images and resizes them on its device when it
+        `resizes_on_device` and the output is on the camera grid (the network grid's output needs
+        the network image on the host anyway); else `resize` is None and the host resizes.
         """
-        if options.output != 'camera' or not self.engine.resizes_on_device:
-            return None
-        h, w = (int(v) for v in camera_hw)
-        return resize_map((h, w), options.network_hw(w, h), options.process_res)
+        key = (*(int(v) for v in camera_hw), options)
+        plan = self._plans.get(key)
+        if plan is None:
+            h, w = key[:2]
+            net_hw = options.network_hw(w, h)
+            resize = None
+            if options.output == 'camera' and self.engine.resizes_on_device:
+                resize = resize_map((h, w), net_hw, options.process_res)
+            if len(self._plans) >= PLANS_KEPT:
+                self._plans.pop(next(iter(self._plans)))
+            plan = self._plans[key] = FramePlan(net_hw, resize)
+        return plan
 
     def __call__(self, rgb: np.ndarray, intrinsics: FrameIntrinsics, options: FrameOptions,
-                 border: Optional[Rectifier] = None) -> DepthFrame:
+                 border: Optional[Rectifier] = None,
+                 plan: Optional[FramePlan] = None) -> DepthFrame:
         """Depth of one camera image (`start` then `finish`).
 
         Args:
@@ -261,24 +281,27 @@ class DA3FramePath:
             intrinsics: Its intrinsics and their source.
             options: Network size, sky, range and output grid.
             border: The Rectifier that produced `rgb`: its out-of-source pixels become invalid.
+            plan: `plan(rgb's size, options)` when the caller already has it (prepared the
+                engine with it); None = made here.
 
         Raises:
             ValueError: An image too extreme for the network grid, or 'estimated' intrinsics
                 from a model that gives none.
         """
-        return self.finish(self.start(rgb, intrinsics, options, border))
+        return self.finish(self.start(rgb, intrinsics, options, border, plan))
 
     def start(self, rgb: np.ndarray, intrinsics: FrameIntrinsics, options: FrameOptions,
-              border: Optional[Rectifier] = None) -> StartedFrame:
+              border: Optional[Rectifier] = None,
+              plan: Optional[FramePlan] = None) -> StartedFrame:
         """Resize (host or device) and hand the frame to the engine (`Engine.submit`).
 
         An engine that pipelines (ttnn with two command queues) returns at once: a caller may
         start the next frame before finishing this one. Same arguments and errors as __call__.
         """
         t0 = time.perf_counter()
-        height, width = rgb.shape[:2]
-        net_h, net_w = options.network_hw(width, height)
-        resize = self.device_resize((height, width), options)
+        if plan is None:
+            plan = self.plan(rgb.shape[:2], options)
+        (net_h, net_w), resize = plan
         if resize is not None:      # the engine resizes on its device
             img_net = None
             t1 = time.perf_counter()
@@ -307,11 +330,12 @@ class DA3FramePath:
             K_est_net = np.asarray(K_est_net, dtype=np.float64)
         K = self._grid_intrinsics(intrinsics, K_est_net, cam_wh, net_wh)
         depth_net = out['depth']
-        if self.kind == 'nested' and options.nested_focal_rescale:
+        if self.kind is ModelKind.NESTED and options.nested_focal_rescale:
             depth_net = depth_net * np.float32(mean_focal(K.network) / mean_focal(K_est_net))
         out_hw = (height, width) if to_camera else None
         # only DA3METRIC needs the focal scaling; NESTED's depth is already in metres
-        depth = finish_depth(depth_net, out.get('sky'), K.network, metric=self.kind == 'metric',
+        depth = finish_depth(depth_net, out.get('sky'), K.network,
+                             metric=self.kind is ModelKind.METRIC,
                              sky_threshold=options.sky_threshold, sky_mode=options.sky_mode,
                              max_depth_m=options.max_depth_m, out_hw=out_hw, border=border)
         conf = out.get('conf')
@@ -343,8 +367,9 @@ class DA3FramePath:
             return _GridIntrinsics(K_cam, scale_intrinsics(K_cam, cam_wh, net_wh))
         if intrinsics.source == 'estimated':
             if K_est_net is None:
-                raise ValueError(f"intrinsics source 'estimated': the {self.kind!r} model gives "
-                                 'no intrinsics estimate; give K (any-view and NESTED estimate)')
+                raise ValueError(f"intrinsics source 'estimated': the {self.kind.value!r} model "
+                                 'gives no intrinsics estimate; give K (any-view and NESTED '
+                                 'estimate)')
             K_net = K_est_net
         else:
             K_net = md.default_intrinsics(*net_wh)
@@ -441,8 +466,8 @@ class DepthPredictor(EngineOwner):
     Args:
         engine: A DA3 engine (`engines.factory.build_engine`).
         is_metric: Whether the model's depth is metric (False for da3mono-large).
-        kind: 'metric', 'mono', 'anyview' or 'nested' (engines/registry.py); None = from
-            `is_metric` ('metric' / 'mono').
+        kind: The model's kind (models/kind.py; a DA3 kind); None = from `is_metric`
+            (METRIC / MONO).
         process_res: Long-side target of the upstream resize (default 504).
         fixed_size: Force the network size (h, w), multiples of 14 (may change the aspect).
         sky_mode: 'inf' (default, REP 117), 'nan' or 'keep'.
@@ -452,14 +477,16 @@ class DepthPredictor(EngineOwner):
         logger: Anything with `.warning(str)`.
     """
 
-    def __init__(self, engine: Engine, *, is_metric: bool = True, kind: Optional[str] = None,
+    def __init__(self, engine: Engine, *, is_metric: bool = True,
+                 kind: Optional[ModelKind | str] = None,
                  process_res: int = 504,
                  fixed_size: Optional[tuple[int, int]] = None, sky_mode: str = 'inf',
                  sky_threshold: float = md.SKY_THRESHOLD, max_depth_m: Optional[float] = None,
                  output: str = 'camera', logger: Optional[Any] = None) -> None:
         self.engine = engine
-        self.kind = kind if kind is not None else ('metric' if is_metric else 'mono')
-        self._path = DA3FramePath(engine, self.kind)
+        self._path = DA3FramePath(engine, kind if kind is not None else
+                                  ModelKind.METRIC if is_metric else ModelKind.MONO)
+        self.kind = self._path.kind
         self.is_metric = self._path.is_metric
         self.process_res = int(process_res)
         self.fixed_size = tuple(fixed_size) if fixed_size is not None else None
@@ -529,7 +556,7 @@ class DepthPredictor(EngineOwner):
         h, w = rgb.shape[:2]
         intrinsics = self._path.intrinsics(intrinsics_from_args(K, fx, fy, cx, cy, width=w,
                                                                 height=h))
-        if intrinsics.source == 'default' and self.kind == 'metric':
+        if intrinsics.source == 'default' and self.kind is ModelKind.METRIC:
             self._log.warning('no intrinsics given: assuming a '
                               f'{md.DEFAULT_FOCAL_NO_INTRINSICS} px focal at network '
                               'resolution; the metric scale is unreliable')

@@ -19,7 +19,7 @@ mapped to the grid when known, else the model's estimate), view 2 moved into cam
 T_1<-2. Units: the any-view models' own relative unit (the node's `baseline` / `depth` scale
 sources make metres of it, as for DUSt3R); NESTED predicts metres (scale source 'model'). For
 NESTED with a known K the metres are re-focused like the depth node does
-(ros/depth/relative_outputs.py):
+(pipelines/depth.py `FrameOptions.nested_focal_rescale`):
 depth and translation times the mean over views of f_used / f_est.
 Confidence: DA3's (>= 1), masked by the node's `conf_threshold` like DUSt3R's.
 """

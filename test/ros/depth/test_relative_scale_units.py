@@ -4,14 +4,14 @@ Ground plane: closed-form clouds of a floor seen from a level and a pitched came
 unknown cloud unit), a wall only, and a small floor patch; the median-ratio source on a known
 ratio. Model kinds: which parameter combinations configure refuses, with the reason.
 """
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
 from tt_depth_ros.geometry.depth.ground_plane import camera_height_scale, fit_ground_plane
+from tt_depth_ros.models.kind import ModelKind
+from tt_depth_ros.pipelines.depth import engine_kind
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings, relative_scale
-from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs
+from tt_depth_ros.ros.depth.kind_rules import check_kind_params
 
 
 def _floor_and_wall(pitch_deg, height=1.6, wall=10.0, h=120, w=160, f=120.0, unit=3.0):
@@ -74,12 +74,11 @@ def test_depth_source_median_ratio_and_missing_image():
     assert not wrong.ok and 'aspect' in wrong.reason
 
 
-def _node(kind, **params):
-    p = {'model': f'm-{kind}', 'scale_source': 'none', 'focal_source': 'auto',
+def _params(**params):
+    p = {'model': 'm', 'scale_source': 'none', 'focal_source': 'auto',
          'camera_height_m': 0.0, 'camera_height_frame': ''}
     p.update(params)
-    details = {'kind': kind} if kind != 'metric' else {'is_metric': True}
-    return SimpleNamespace(params=p, engine=SimpleNamespace(info=SimpleNamespace(details=details)))
+    return p
 
 
 @pytest.mark.parametrize('kind, params, match', [
@@ -91,15 +90,16 @@ def _node(kind, **params):
 ])
 def test_configure_refuses_meaningless_combinations(kind, params, match):
     with pytest.raises(ValueError, match=match):
-        RelativeNestedOutputs.for_node(_node(kind, **params))
+        check_kind_params(_params(**params), ModelKind(kind))
 
 
-def test_model_kinds_pick_their_handler():
-    assert RelativeNestedOutputs.for_node(_node('metric')) is None   # the metric path as before
+def test_model_kinds_say_what_they_give():
+    for kind in ModelKind:
+        check_kind_params(_params(), kind)                       # the defaults suit every kind
     for kind in ('anyview', 'nested', 'mono'):
-        fam = RelativeNestedOutputs.for_node(_node(kind))
-        assert fam.kind == kind and fam.relative == (kind != 'nested')
-        assert fam.estimates == (kind != 'mono')
-    legacy = _node('metric')
-    legacy.engine.info.details = {'is_metric': False}              # an engine without 'kind'
-    assert RelativeNestedOutputs.for_node(legacy).kind == 'mono'
+        k = ModelKind(kind)
+        assert k.is_relative_depth == (kind != 'nested')
+        assert k.estimates_intrinsics == (kind != 'mono')
+    assert engine_kind({'kind': 'nested'}) is ModelKind.NESTED
+    assert engine_kind({'is_metric': True}) is ModelKind.METRIC
+    assert engine_kind({'is_metric': False}) is ModelKind.MONO     # an engine without 'kind'

@@ -1,4 +1,4 @@
-"""Depth-node parameters for the DA3 models beyond the metric ones (ros/depth/relative_outputs.py).
+"""Depth-node parameters for the DA3 models beyond the metric ones (ros/depth/kind_rules.py).
 
 Appended to the depth node's table (ros/depth/node.py); `config/depth.yaml` mirrors the defaults.
 """

@@ -8,32 +8,33 @@ NETWORK RESOLUTION, sky (+Inf) and out-of-range depth, optional resample to came
 then publishes `depth` (32FC1 m / 16UC1 mm), `depth/camera_info` (same size as the depth image),
 `points` (organized, depth_image_proc layout) and optionally `depth/colorized` and
 `depth/compressedDepth` (image_transport's compressedDepth PNG, ros/msgs/compressed_depth.py),
-all with the input header. The other DA3 kinds (any-view, mono, NESTED) run the same frame path
-and publish what ros/depth/relative_outputs.py lists; this file holds only the ROS work.
+all with the input header. The other DA3 kinds (any-view, mono, NESTED) run the same frame path;
+their metric scale is pipelines/depth_scale.py and what they publish ros/msgs/depth_outputs.py
+lists. This file holds only the ROS work: subscribe, call, publish.
 """
 from __future__ import annotations
 
 import time
 
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
-
 from tt_depth_ros.geometry.depth.metric_depth import SKY_MODES
-from tt_depth_ros.pipelines.depth import DA3FramePath, DepthFrame, FrameOptions
+from tt_depth_ros.models.kind import ModelKind
+from tt_depth_ros.pipelines.depth import DA3FramePath, FrameOptions, engine_kind
+from tt_depth_ros.pipelines.depth_scale import scale_depth_frame
+from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
 from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
-from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs
-from tt_depth_ros.ros.msgs.cloud import CloudBuffer
-from tt_depth_ros.ros.msgs.metric_outputs import (
-    COLORIZED,
-    COMPRESSED,
-    DEPTH,
-    INFO,
-    POINTS,
-    compressed_depth_for,
-    metric_output_msgs,
+from tt_depth_ros.ros.depth.figures import DepthFigures
+from tt_depth_ros.ros.depth.kind_rules import (
+    check_kind_params,
+    no_camera_info_fallback,
+    uses_model_intrinsics,
 )
+from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs
+from tt_depth_ros.ros.msgs.cloud import CloudBuffer
+from tt_depth_ros.ros.msgs.depth_outputs import depth_output_msgs, depth_topics
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
+from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
 from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
 from tt_depth_ros.ros.runtime.params import ParamSpec
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
@@ -83,11 +84,12 @@ class DepthNode(PerceptionLifecycleNode):
 
     def __init__(self, node_name: str = 'depth_node', **kwargs) -> None:
         """Declare parameters; nothing heavy happens before configure."""
-        self._pub_depth = self._pub_info = self._pub_points = self._pub_color = None
-        self._pub_compressed = None     # depth/compressedDepth, with compressed_depth:=true
+        self._pubs: dict = {}
         self._cloud_buffer = CloudBuffer()     # the worker publishes each cloud at once
         self.frame_path: DA3FramePath | None = None
-        self.relative_nested: RelativeNestedOutputs | None = None   # any-view / NESTED / mono
+        self.kind: ModelKind | None = None
+        self.side_inputs = ScaleSideInputs()
+        self.figures = DepthFigures()
         self.camera_info_sub = None
         super().__init__(node_name, **kwargs)
 
@@ -100,45 +102,47 @@ class DepthNode(PerceptionLifecycleNode):
         return validate_depth_params(self.params)
 
     def configure_for_engine(self) -> None:
-        """The DA3 frame path of the engine's kind, and the handler of the non-metric kinds.
+        """The DA3 frame path of the engine's kind.
 
         Raises ValueError (configure fails) for parameters the model kind cannot honour.
         """
-        self.relative_nested = RelativeNestedOutputs.for_node(self)
-        kind = 'metric' if self.relative_nested is None else self.relative_nested.kind
-        self.frame_path = DA3FramePath(self.engine, kind)
+        self.kind = engine_kind(self.engine.info.details)
+        check_kind_params(self.params, self.kind)
+        self.frame_path = DA3FramePath(self.engine, self.kind)
+        self.figures.reset()
 
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network shape for expected_width x expected_height, if given."""
-        w, h = self.params['expected_width'], self.params['expected_height']
-        return [self.frame_options().network_hw(w, h)] if w and h else []
+        plan = self._expected_plan()
+        return [plan.net_hw] if plan is not None else []
 
     def expected_resize(self, shape: tuple[int, int]):
         """The expected camera size's resize when the engine runs it on its device."""
+        plan = self._expected_plan()
+        return plan.resize if plan is not None else None
+
+    def _expected_plan(self):
         w, h = self.params['expected_width'], self.params['expected_height']
-        return self.frame_path.device_resize((h, w), self.frame_options())
+        return self.frame_path.plan((h, w), self.frame_options()) if w and h else None
 
     def frame_options(self) -> FrameOptions:
         """The frame path's options from the current (partly runtime) parameters."""
         return depth_frame_options(self.params, self.frame_path.is_metric)
 
     def create_outputs(self) -> None:
-        """Publishers: depth (+ compressedDepth if set), depth/camera_info, points, colorized."""
-        if self.relative_nested is not None:
-            self.relative_nested.create_outputs(self.add_publisher)
-            return
-        self._pub_depth = self.add_publisher(Image, 'depth')
-        self._pub_compressed = self.compressed_depth_publisher(self.add_publisher)
-        self._pub_info = self.add_publisher(CameraInfo, 'depth/camera_info')
-        self._pub_points = self.add_publisher(PointCloud2, 'points')
-        self._pub_color = self.add_publisher(Image, 'depth/colorized')
+        """Publishers of the model kind's topics (ros/msgs/depth_outputs.py)."""
+        self._pubs = {topic: self.add_publisher(msg_type, topic)
+                      for topic, msg_type in depth_topics(self.params, self.kind).items()}
 
     def create_inputs(self) -> None:
-        """Subscriptions: image (or image/compressed) and camera_info."""
+        """Subscriptions: image (or image/compressed), camera_info and the scale's side inputs."""
         self.camera_info_sub = self.subscribe_camera_info('camera_info', 'camera')
         self.subscribe_image('image', self._on_image)
-        if self.relative_nested is not None:
-            self.relative_nested.create_inputs()
+        self.side_inputs.clear()
+        if self.params['scale_source'] == 'depth':
+            self.subscribe_metric_depth(self.side_inputs.metric_depth)
+        if self.params['scale_source'] == 'camera_height' and self.params['camera_height_frame']:
+            self.subscribe_tf(self.side_inputs.tf)
 
     def _on_image(self, msg) -> None:
         self.stats.on_input()
@@ -151,67 +155,73 @@ class DepthNode(PerceptionLifecycleNode):
         rgb = self.decode_image(msg, 'image')
         if rgb is None:
             return
+        p = self.params
         options = self.frame_options()
-        height, width = rgb.shape[:2]
         try:
-            net = options.network_hw(width, height)
+            plan = self.frame_path.plan(rgb.shape[:2], options)
         except ValueError as exc:
             self.reject('size', str(exc))
             return
-        view = (self.relative_nested.camera_view(rgb, msg.header.stamp)
-                if self.relative_nested is not None else
-                self.camera_view('camera', rgb, msg.header.stamp))   # rectified when D != 0
+        view = self._camera_view(rgb, msg.header.stamp)     # rectified when D != 0
         if view is None:
             return
         t1 = time.perf_counter()
-        self.ensure_prepared(net, self.frame_path.device_resize((height, width), options))
+        self.ensure_prepared(plan.net_hw, plan.resize)
         frame = self.frame_path(view.rgb, self.frame_path.intrinsics(view.K, view.tx), options,
-                                border=view.border)
+                                border=view.border, plan=plan)
+        scaled = scale_depth_frame(
+            self.kind, frame, relative_scale_settings(p), p['min_confidence'],
+            p['max_depth_m'],
+            self.side_inputs.for_frame(p, msg.header, p['metric_depth_wait_s']))
         t2 = time.perf_counter()
-        published = (self.relative_nested.publish(msg.header, frame)
-                     if self.relative_nested is not None else
-                     self.publish_outputs(msg.header, frame))
+        for topic, out in depth_output_msgs(p, msg.header, scaled, self._listening,
+                                            self._cloud_buffer):
+            self._pubs[topic].publish(out)
         t3 = time.perf_counter()
-        if not published:
+        self.figures.record(scaled)
+        if scaled.scale_failed:
+            self.reject('scale', scale_failure_message(scaled.scale))
             return
         stages = {'decode': t1 - t0, **frame.timings, 'publish': t3 - t2}
         now = self.get_clock().now().nanoseconds
         self.stats.on_output((now - stamp_to_ns(msg.header.stamp)) / 1e9, stages)
 
-    def publish_outputs(self, header, frame: DepthFrame) -> bool:
-        """Publish every enabled output of a metric frame with the input header.
+    def _camera_view(self, rgb, stamp) -> CameraView | None:
+        """The frame's camera per `focal_source`; None = frame skipped (already reported).
 
-        The messages come from ros/msgs/metric_outputs.py (also what tt-depth-batch writes);
-        depth and depth/camera_info always go out, the optional ones when someone listens.
+        The CameraInfo of its stamp (rectified when D != 0), or K None for the model's estimate.
         """
-        pubs = {DEPTH: self._pub_depth, COMPRESSED: self._pub_compressed, INFO: self._pub_info,
-                POINTS: self._pub_points, COLORIZED: self._pub_color}
+        if uses_model_intrinsics(self.kind, self.params['focal_source'],
+                                 self._camera_info_known()):
+            return CameraView(rgb, None, 0.0, None)
+        return self.camera_view('camera', rgb, stamp, fallback=no_camera_info_fallback(self.kind))
 
-        def listening(topic: str) -> bool:
-            return pubs[topic] is not None and pubs[topic].get_subscription_count() > 0
+    def _camera_info_known(self) -> bool:
+        """focal_source 'auto': whether the camera's CameraInfo is (or is about to be) there.
 
-        for topic, msg in metric_output_msgs(self.params, header, frame, listening,
-                                             self._cloud_buffer):
-            pubs[topic].publish(msg)
-        return True
-
-    def compressed_depth_publisher(self, add_publisher):
-        """The depth/compressedDepth publisher when compressed_depth is set, else None (no topic).
-
-        Only metric `depth` has one: relative depth (`depth_relative`) has a different unit per
-        frame, so a fixed depth_max and quantisation in metres would mean nothing for it.
+        Before the first CameraInfo, a frame waits up to camera_info_wait_s for it only when a
+        CameraInfo publisher exists (its first message may trail the image); a camera without
+        one never waits and uses the model's estimate at once.
         """
-        if not self.params['compressed_depth']:
-            return None
-        return add_publisher(CompressedImage, 'depth/compressedDepth')
+        if not self.kind.estimates_intrinsics or self.params['focal_source'] != 'auto':
+            return True
+        if self.camera_infos.has_any('camera'):
+            return True
+        if not self.count_publishers(self.camera_info_sub.topic_name):
+            return False
+        return self.camera_infos.wait_any('camera', self.params['camera_info_wait_s'])
 
-    def publish_compressed_depth(self, pub, depth, header) -> None:
-        """The compressedDepth twin of a published metric depth image (when someone listens)."""
-        publish_compressed_depth(self.params, pub, depth, header)
+    def _listening(self, topic: str) -> bool:
+        pub = self._pubs.get(topic)
+        return pub is not None and pub.get_subscription_count() > 0
 
     def diagnostics_extra(self) -> dict:
-        """Model kind, focal and scale figures of the relative / NESTED handler."""
-        return self.relative_nested.diagnostics() if self.relative_nested is not None else {}
+        """Model kind, focal and scale figures of the last frame."""
+        if self.kind is None or self.kind is ModelKind.METRIC:
+            return {}
+        return {**self.figures.snapshot(), 'model_kind': self.kind.value,
+                'scale_source_configured': self.params['scale_source'],
+                'focal_source_configured': self.params['focal_source']}
 
 
 def validate_depth_params(p: dict) -> list[str]:
@@ -230,16 +240,6 @@ def validate_depth_params(p: dict) -> list[str]:
     return errors
 
 
-def publish_compressed_depth(p: dict, pub, depth, header) -> None:
-    """The compressedDepth twin of a metric depth image on `pub` (None: off; or nobody listens).
-
-    The node and tt-depth-batch's offline host of the relative/NESTED outputs both call this.
-    """
-    if pub is None or pub.get_subscription_count() == 0:
-        return
-    pub.publish(compressed_depth_for(p, depth, header))
-
-
 def depth_frame_options(p: dict, is_metric: bool) -> FrameOptions:
     """The DA3 frame path's options from depth node values `p` (the node and tt-depth-batch)."""
     fixed = (p['network_height'], p['network_width'])
@@ -247,6 +247,19 @@ def depth_frame_options(p: dict, is_metric: bool) -> FrameOptions:
                         sky_mode=p['sky_mode'], sky_threshold=p['sky_threshold'],
                         max_depth_m=(p['max_depth_m'] or None) if is_metric else None,
                         output=p['output_resolution'], nested_focal_rescale=True)
+
+
+def relative_scale_settings(p: dict) -> RelativeScaleSettings:
+    """The relative kinds' scale source and options from depth node values `p`."""
+    return RelativeScaleSettings(p['scale_source'], p['min_scale_support'], p['camera_height_m'],
+                                 p['ground_max_tilt_deg'], p['ground_tolerance'],
+                                 p['ground_min_inlier_ratio'])
+
+
+def scale_failure_message(scale) -> str:
+    """The [scale] reject of a relative frame without a metric scale."""
+    return (f'no {scale.source} scale for this frame (depth_relative published, nothing on '
+            f'depth): {scale.reason}')
 
 
 def params_markdown() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from tt_depth_ros.ros.pair.host import PairHost
 from tt_depth_ros.ros.pair.outputs import PairOutputs
 from tt_depth_ros.ros.pair.steps import PairSteps
 
@@ -22,13 +23,13 @@ class PairMode:
     """One mode's inputs and per-item work on the configured node.
 
     Args:
-        node: the pair node (subscriptions, prechecks, `offer`, `stats`, parameters `p`).
+        node: the node it runs on (ros/pair/host.py `PairHost`).
         steps: the shared per-pair steps on the node's pipeline.
         outputs: the node's publishers.
         metric_for: (stamp_ns, wait=True) -> metric depth image with that stamp, or None.
     """
 
-    def __init__(self, node, steps: PairSteps, outputs: PairOutputs,
+    def __init__(self, node: PairHost, steps: PairSteps, outputs: PairOutputs,
                  metric_for: Callable) -> None:
         self._node, self._steps, self._out, self._metric_for = node, steps, outputs, metric_for
 

@@ -40,13 +40,14 @@ from tt_depth_ros.pipelines.pair_anyview import ANYVIEW_PAIR_MODELS, make_pair_p
 from tt_depth_ros.pipelines.pair_dust3r import PairSettings
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.figures import PairFigures
+from tt_depth_ros.ros.pair.host import PairHost
 from tt_depth_ros.ros.pair.outputs import PairOutputs
 from tt_depth_ros.ros.pair.params import DUST3R_MODELS, PAIR_PARAMS
 from tt_depth_ros.ros.pair.steps import PairSteps
 from tt_depth_ros.ros.pair.stereo import StereoMode
 from tt_depth_ros.ros.pair.temporal import TemporalMode
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
-from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthInput
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthImages
 from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
 from tt_depth_ros.ros.runtime.params import ParamSpec
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
@@ -63,7 +64,7 @@ class PairNode(PerceptionLifecycleNode):
         self.mode: StereoMode | TemporalMode | None = None
         self.outputs: PairOutputs | None = None
         self.figures = PairFigures()
-        self.metric_depth = MetricDepthInput(self)
+        self.metric_depth = MetricDepthImages()
         super().__init__(node_name, **kwargs)
 
     # ---- configuration --------------------------------------------------------------------
@@ -90,13 +91,25 @@ class PairNode(PerceptionLifecycleNode):
     def create_outputs(self) -> None:
         """Pipeline, publishers (topics relative: remappable, namespace-able) and the mode."""
         self.pipeline, self.outputs, self.mode = pair_work(self, self.engine, self.figures,
-                                                           self.metric_depth.image_for)
+                                                           self.metric_depth_for)
 
     def create_inputs(self) -> None:
         """Subscriptions for the mode (+ metric_depth when scale_source=depth)."""
         self.mode.create_inputs()
         self.outputs.restart()
-        self.metric_depth.start()
+        self.metric_depth.clear()
+        if self.params['scale_source'] == 'depth':
+            self.subscribe_metric_depth(self.metric_depth)
+
+    def metric_depth_for(self, stamp_ns: int, wait: bool = True):
+        """The metric depth image of this stamp (scale_source=depth); None if it did not come.
+
+        Waits up to metric_depth_wait_s for it, unless `wait` is False.
+        """
+        if self.params['scale_source'] != 'depth':
+            return None
+        return self.metric_depth.image_for(
+            stamp_ns, self.params['metric_depth_wait_s'] if wait else 0.0)
 
     def input_qos(self):
         """Input QoS; stereo keeps >= pair_queue_size messages (see the module docstring)."""
@@ -198,11 +211,12 @@ class PairWork(NamedTuple):
     mode: StereoMode | TemporalMode
 
 
-def pair_work(node, engine, figures: PairFigures, metric_for) -> PairWork:
+def pair_work(node: PairHost, engine, figures: PairFigures, metric_for) -> PairWork:
     """The pipeline, outputs and mode of `node`'s parameters on `engine` (configure).
 
     `node` is the pair node, or tt-depth-batch's offline host of the same interface
-    (tools/batch/offline_node.py): both run this, so both do the same per-pair work.
+    (ros/pair/host.py `PairHost`; tools/batch/pair_host.py): both run this, so both do the same
+    per-pair work.
     """
     pipeline = make_pair_pipeline(engine, pair_settings(node.params))
     figures.reset()

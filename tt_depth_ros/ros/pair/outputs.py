@@ -15,7 +15,6 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Path
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
-from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.geometry.depth.grid_to_camera import grid_to_camera
 from tt_depth_ros.geometry.pointmap.scale import ScaleResult
@@ -26,7 +25,7 @@ from tt_depth_ros.ros.msgs.cloud import pointcloud2_msg
 from tt_depth_ros.ros.msgs.depth import depth_image_msg
 from tt_depth_ros.ros.msgs.pose import frame_id_problem, path_msg, pose_stamped_msg, tf_message
 from tt_depth_ros.ros.pair.figures import PairFigures
-from tt_depth_ros.ros.runtime.tf.tf_qos import TF_QOS, TF_STATIC_QOS
+from tt_depth_ros.ros.pair.host import PairHost
 
 
 def drop_borders(result, borders):
@@ -53,13 +52,12 @@ class PairOutputs:
     """The pair node's lifecycle publishers and the rules of what goes on them.
 
     Args:
-        node: the pair node at configure (its `add_publisher`, `track_publisher`,
-            `create_lifecycle_publisher`, parameters `p` and logger).
+        node: the node at configure (ros/pair/host.py `PairHost`).
         figures: where TF and frame-name outcomes are counted.
     """
 
-    def __init__(self, node, figures: PairFigures) -> None:
-        self._params, self._logger, self._figures = node.params, node.get_logger(), figures
+    def __init__(self, node: PairHost, figures: PairFigures) -> None:
+        self._node, self._figures = node, figures
         pub = node.add_publisher
         self._out = {
             'points': pub(PointCloud2, 'points'), 'depth': pub(Image, 'depth'),
@@ -69,10 +67,8 @@ class PairOutputs:
             'depth2': pub(Image, 'depth2'), 'depth2_info': pub(CameraInfo, 'depth2/camera_info'),
             'confidence': pub(Image, 'confidence'), 'pose': pub(PoseStamped, 'pose'),
             'path': pub(Path, 'path'),
-            'tf': node.track_publisher(   # tf2's QoS
-                node.create_lifecycle_publisher(TFMessage, '/tf', TF_QOS)),
-            'tf_static': node.track_publisher(
-                node.create_lifecycle_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)),
+            'tf': node.add_tf_publisher(static=False),
+            'tf_static': node.add_tf_publisher(static=True),
         }
         self._last_extrinsic: np.ndarray | None = None
 
@@ -96,7 +92,7 @@ class PairOutputs:
         this pose only. `history` is the trajectory's (stamp_ns, T) list (temporal mode; None =
         no path). Returns whether the pose was published.
         """
-        p = self._params
+        p = self._node.params
         tf_mode = p['publish_tf']
         if tf_mode == 'always' and not metric:
             child = f'{child}_unscaled'
@@ -105,10 +101,11 @@ class PairOutputs:
                 'parent and child frame are both ' + repr(child) if parent == child else None)))
         if problem:
             self._figures.record('pose_rejected_frame_id', last_frame_id_problem=problem)
-            self._logger.warning(
+            self._node.warn_throttled(
+                'pose_frame_id',
                 f'pose/TF not published: {problem} (parent {parent!r}, child {child!r}); set '
                 'the camera frame_id or tf_parent_frame/tf_child_frame. Cloud and depth are '
-                'still published', throttle_duration_sec=p['bad_input_log_period'])
+                'still published')
             return False
         self._out['pose'].publish(pose_stamped_msg(T, stamp, parent))
         if tf_mode == 'always' or (tf_mode == 'auto' and metric):
@@ -132,14 +129,14 @@ class PairOutputs:
 
     def _on_camera_grid(self, grid, K_net, plan):
         """(map, K) at camera resolution when output_resolution='camera', else unchanged."""
-        if self._params['output_resolution'] != 'camera':
+        if self._node.params['output_resolution'] != 'camera':
             return grid, K_net
         return grid_to_camera(grid, plan), (None if K_net is None else
                                             unmap_intrinsics(K_net, plan))
 
     def publish_confidence(self, conf, plan, header) -> None:
         """The confidence map (32FC1, >= 1) when publish_confidence is set."""
-        if not self._params['publish_confidence']:
+        if not self._node.params['publish_confidence']:
             return
         conf, _ = self._on_camera_grid(conf, None, plan)
         self._out['confidence'].publish(depth_image_msg(conf, header))
@@ -147,7 +144,7 @@ class PairOutputs:
     def publish_depth(self, name, depth, K, header, scale: ScaleResult, plan,
                       unscaled_topic='depth_unscaled') -> None:
         """Depth on `name` in metres with a metric scale, else on `unscaled_topic` when asked."""
-        publish_unscaled = bool(unscaled_topic) and self._params['publish_unscaled_depth']
+        publish_unscaled = bool(unscaled_topic) and self._node.params['publish_unscaled_depth']
         if not (scale.metric or publish_unscaled):
             return
         depth, K = self._on_camera_grid(depth, K, plan)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tt_depth_ros.geometry.pointmap.scale import ScaleResult
 from tt_depth_ros.ros.pair.figures import PairFigures
+from tt_depth_ros.ros.pair.host import PairHost
 from tt_depth_ros.ros.pair.outputs import drop_borders
 from tt_depth_ros.ros.pair.params import DUST3R_MODELS
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
@@ -16,14 +17,13 @@ class PairSteps:
     """Steps of one pair on the configured pipeline.
 
     Args:
-        node: the pair node (`decode_image`, `camera_view`, `ensure_prepared`, `reject`, `p`,
-            logger).
+        node: the node it runs on (ros/pair/host.py `PairHost`).
         pipeline: the pair pipeline the node chose for its engine (pipelines/pair_dust3r.py or
             pipelines/pair_anyview.py).
         figures: where PnP and scale outcomes are recorded.
     """
 
-    def __init__(self, node, pipeline, figures: PairFigures) -> None:
+    def __init__(self, node: PairHost, pipeline, figures: PairFigures) -> None:
         self._node, self.pipeline, self.figures = node, pipeline, figures
         self._fallback = ('the focal is estimated from the pointmap'
                           if node.params['model'] in DUST3R_MODELS else
@@ -67,9 +67,8 @@ class PairSteps:
         if not pose.success and skips_frame:
             self._node.reject('pnp', f'no pose for this frame (nothing published): {pose.reason}')
         elif not pose.success:
-            self._node.get_logger().warning(
-                f'no pose/TF for this pair (cloud still published): {pose.reason}',
-                throttle_duration_sec=self._node.params['bad_input_log_period'])
+            self._node.warn_throttled(
+                'pnp', f'no pose/TF for this pair (cloud still published): {pose.reason}')
         return pose.success
 
     def scale_ok(self, scale: ScaleResult) -> bool:

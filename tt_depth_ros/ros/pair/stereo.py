@@ -96,6 +96,6 @@ class StereoMode(PairMode):
                     received_camera1=st.received[0], received_camera2=st.received[1],
                     unpaired_camera1=st.unpaired[0], unpaired_camera2=st.unpaired[1],
                     queued_camera1=st.queued[0], queued_camera2=st.queued[1],
-                    input_history_depth=self._node.input_qos().depth,
+                    input_history_depth=self._node.input_history_depth(),
                     pairing_resets=sum(st.resets),
                     pair_duplicates=sum(st.duplicates), last_pair_skew_s=st.last_skew_s)

@@ -22,7 +22,7 @@ from tt_depth_ros.ros.pair.odometry import RobotOdometry
 from tt_depth_ros.ros.pair.outputs import PairOutputs
 from tt_depth_ros.ros.pair.steps import PairSteps
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
-from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, TfLookupError, subscribe_tf
+from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, TfLookupError
 
 ROBOT_FRAMES = ('odom', 'map', 'base_link', 'base_footprint', 'world')   # REP 105 names
 
@@ -65,8 +65,7 @@ class TemporalMode(PairMode):
         if self.robot is not None:   # the camera mounting, from the robot's TF tree
             self.robot.reset()
             self.tf_buffer.clear()
-            for sub in subscribe_tf(node, self.tf_buffer):
-                node.track_subscription(sub)
+            node.subscribe_tf(self.tf_buffer)
 
     def _on_image(self, msg) -> None:
         node = self._node

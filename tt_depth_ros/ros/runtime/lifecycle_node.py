@@ -29,6 +29,8 @@ import traceback
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from sensor_msgs.msg import Image
+from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.cancel import BuildCancelled, CancelToken
@@ -38,12 +40,16 @@ from tt_depth_ros.ros.runtime.diagnostics import NodeStats, diagnostic_array
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes, build_node_engine
 from tt_depth_ros.ros.runtime.inputs.camera_info_sync import CameraInfoStore
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView, CameraViews
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH_TOPIC
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthImages
 from tt_depth_ros.ros.runtime.inputs.subscriptions import NodeInputs
 from tt_depth_ros.ros.runtime.mailbox import LatestFrameMailbox
 from tt_depth_ros.ros.runtime.params import ParamSpec, ParamTable
 from tt_depth_ros.ros.runtime.publishers import NodePublishers
 from tt_depth_ros.ros.runtime.qos import qos_profile
 from tt_depth_ros.ros.runtime.rejects import RejectReporter
+from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, subscribe_tf
+from tt_depth_ros.ros.runtime.tf.tf_qos import TF_QOS, TF_STATIC_QOS
 from tt_depth_ros.ros.runtime.worker import FrameWorker
 
 WORKER_STOP_S = 10.0   # deactivate/cleanup wait for an in-flight inference (signal shutdown: less)
@@ -296,8 +302,12 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Lifecycle publisher with output QoS and incompatible-QoS logging."""
         return self.node_publishers.add(msg_type, topic)
 
-    def track_publisher(self, pub):
-        """Own a lifecycle publisher made with other QoS (e.g. tf2's): destroyed at cleanup."""
+    def add_tf_publisher(self, static: bool):
+        """Lifecycle publisher of /tf_static (static) or /tf with tf2's QoS."""
+        if static:
+            pub = self.create_lifecycle_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
+        else:
+            pub = self.create_lifecycle_publisher(TFMessage, '/tf', TF_QOS)
         return self.node_publishers.track(pub)
 
     # ---- inputs (ros/runtime/inputs/subscriptions.py, ros/runtime/inputs/camera_views.py) ----
@@ -313,6 +323,24 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Cache CameraInfos of `topic` under `key` by stamp (invalid ones cached as errors)."""
         return self.inputs.subscribe_camera_info(
             topic, lambda msg: self.camera_views.on_camera_info(key, topic, msg))
+
+    def subscribe_tf(self, buffer: TfBuffer) -> None:
+        """Feed `buffer` from /tf and /tf_static (tf2's listener QoS) while active."""
+        for sub in subscribe_tf(self, buffer):
+            self.track_subscription(sub)
+
+    def input_history_depth(self) -> int:
+        """Messages each image subscription keeps (the input QoS depth)."""
+        return self.input_qos().depth
+
+    def subscribe_metric_depth(self, images: MetricDepthImages):
+        """Feed `images` from `metric_depth` (scale_source=depth); a bad message is a reject."""
+        def on_image(msg) -> None:
+            error = images.put(msg)
+            if error is not None:
+                self.reject('metric_depth', error)
+        return self.track_subscription(self.create_subscription(
+            Image, METRIC_DEPTH_TOPIC, on_image, self.input_qos()))
 
     def camera_view(self, key: str, rgb: np.ndarray, stamp,
                     fallback: str = 'using the default focal; the metric scale is unreliable'
@@ -339,6 +367,10 @@ class PerceptionLifecycleNode(LifecycleNode):
     def reject(self, reason: str, message: str) -> None:
         """Count a skipped frame and log at most once per bad_input_log_period per reason."""
         self.rejects.reject(reason, message)
+
+    def warn_throttled(self, key: str, message: str) -> None:
+        """Log a warning at most once per bad_input_log_period per `key` (nothing skipped)."""
+        self.rejects.warn(key, message)
 
     def publish_diagnostics(self) -> None:
         """Publish one DiagnosticArray with this node's status."""

@@ -44,6 +44,15 @@ class RejectReporter:
         else:
             self._suppressed[reason] = self._suppressed.get(reason, 0) + 1
 
+    def warn(self, key: str, message: str) -> None:
+        """Log a warning that is not a skipped frame, at most once a period per `key`."""
+        if self._due(f'warn:{key}'):
+            n = self._suppressed.pop(f'warn:{key}', 0)
+            more = f' ({n} more since the last report)' if n else ''
+            self._logger.warning(f'{message}{more}')
+        else:
+            self._suppressed[f'warn:{key}'] = self._suppressed.get(f'warn:{key}', 0) + 1
+
     def processing_failed(self, item, exc: BaseException) -> None:
         """The worker's error callback: count the error, log its traceback at most once a period."""
         self._stats.on_error(f'processing: {type(exc).__name__}: {exc}')

@@ -4,12 +4,11 @@ Nothing here re-implements the node: each camera gets the node's own admission a
 (ros/runtime/inputs/subscriptions.py NodeInputs: stamp order, encoding, size, data size), CameraInfo
 by stamp and rectification (ros/runtime/inputs/camera_views.py), reject counting
 (ros/runtime/rejects.py), THE DA3 frame path (pipelines/depth.py) with the node's options
-(ros/depth/node.py `depth_frame_options`) and the node's message builders
-(ros/msgs/metric_outputs.py); a relative (any-view, mono) or NESTED model publishes through the
-node's own handler of those kinds (ros/depth/relative_outputs.py: depth_relative, confidence,
-camera_info_estimated, ... and its scale sources) on an offline host (tools/batch/offline_node.py).
-What differs is only the transport: messages come from the bag in its order, every frame is
-processed (the replay of a bag paced by the node's output), and outputs are written, not published.
+(ros/depth/node.py `depth_frame_options`), the metric scale of every kind
+(pipelines/depth_scale.py, with the node's side inputs: ros/depth/scale_inputs.py) and the node's
+message builders (ros/msgs/depth_outputs.py). What differs is only the transport: messages come
+from the bag in its order, every frame is processed (the replay of a bag paced by the node's
+output), and outputs are written, not published.
 
 The node waits up to `camera_info_wait_s` for a CameraInfo that arrives after its image; offline
 the wait is a look-ahead in bag time: an image is processed once the bag has been read that far
@@ -24,28 +23,44 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import CameraInfo, Image
+from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.engines.base import Engine
+from tt_depth_ros.models.kind import ModelKind
 from tt_depth_ros.pipelines.depth import DA3FramePath, engine_kind
-from tt_depth_ros.ros.depth.node import depth_frame_options
-from tt_depth_ros.ros.depth.relative_outputs import RelativeNestedOutputs, check_kind_params
-from tt_depth_ros.ros.msgs.metric_outputs import metric_output_msgs, metric_output_types
+from tt_depth_ros.pipelines.depth_scale import scale_depth_frame
+from tt_depth_ros.ros.depth.kind_rules import (
+    check_kind_params,
+    no_camera_info_fallback,
+    uses_model_intrinsics,
+)
+from tt_depth_ros.ros.depth.node import (
+    depth_frame_options,
+    relative_scale_settings,
+    scale_failure_message,
+)
+from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs
+from tt_depth_ros.ros.msgs.depth_outputs import depth_output_msgs, metric_output_types
+from tt_depth_ros.ros.runtime.diagnostics import NodeStats
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes
+from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView, CameraViews
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH
+from tt_depth_ros.ros.runtime.inputs.subscriptions import NodeInputs
+from tt_depth_ros.ros.runtime.rejects import RejectReporter
 from tt_depth_ros.tools.bag.io import default_typestore_distro, message_class, zero_padded_cdr
 from tt_depth_ros.tools.bag.sample import typestore_for
 from tt_depth_ros.tools.batch.cameras import Camera, check_cameras, default_cameras
-from tt_depth_ros.tools.batch.offline_node import OfflineLogger, OfflineNode
+from tt_depth_ros.tools.batch.offline_log import OfflineLogger
 
 KEY = 'camera'   # the depth node's camera key
-NO_INFO_FALLBACK = 'using the default focal; the metric scale is unreliable'
 
 
 class BagFailed(Exception):
     """A bag that cannot be processed; the message names the problem and what to do."""
 
 
-NodeLogger = OfflineLogger   # an rclpy-logger face over `logging` (offline_node.py)
+NodeLogger = OfflineLogger   # an rclpy-logger face over `logging` (offline_log.py)
 
 
 HINTS = {
@@ -86,26 +101,51 @@ def msgtype_of(cls: type) -> str:
 
 
 class _CameraWork:
-    """The node-side state of one camera: admission, CameraInfos, counters (an offline host).
+    """The node-side state of one camera: admission, CameraInfos, scale side inputs, counters.
 
-    A relative or NESTED model's outputs go through the node's own handler
-    (RelativeNestedOutputs) on the host, whose publishers write through `sink`.
+    The node's own parts, without a node: decoding and prechecks (NodeInputs), CameraInfo by stamp
+    and rectification (CameraViews), throttled reject reports, the metric-scale side inputs.
+    The bag's look-ahead replaces the node's wall-clock waits (camera_info_wait_s 0).
     """
 
-    def __init__(self, cam: Camera, p: dict, logger: NodeLogger, engine: Engine, kind: str,
-                 sink, bag_topics) -> None:
+    def __init__(self, cam: Camera, p: dict, logger: NodeLogger) -> None:
         self.cam = cam
         self.frames_in = self.frames_out = 0
-        remap = {posixpath.join(cam.ns, 'camera_info'): cam.camera_info}
-        self.host = OfflineNode(p, engine, cam.ns, remap, sink, logger, bag_topics)
-        self.host.subscribe_camera_info('camera_info', KEY)
-        self.stats, self.skipped, self.reject = self.host.stats, self.host.skipped, self.host.reject
-        self.inputs, self.views = self.host.inputs, self.host.camera_views
-        self.relative = None
-        if kind != 'metric':
-            self.relative = RelativeNestedOutputs(self.host, kind)
-            self.relative.create_outputs(self.host.add_publisher)
-            self.relative.create_inputs()
+        self.stats = NodeStats()
+        self.skipped: Counter = Counter()
+        offline = dict(p, camera_info_wait_s=0.0, metric_depth_wait_s=0.0)
+        self._rejects = RejectReporter(logger, self.stats, lambda: p['bad_input_log_period'])
+        self.inputs = NodeInputs(None, offline, None, self.stats, self.reject, None)
+        self.views = CameraViews(offline, self.reject, logger)
+        self.side = ScaleSideInputs()
+        self.routes = {cam.camera_info: [(CameraInfo, lambda m: self.views.on_camera_info(
+            KEY, 'camera_info', m))]}
+        if p['scale_source'] == 'depth':
+            self.routes[self.metric_depth_topic] = [(Image, self._on_metric_depth)]
+        if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
+            self.routes['/tf'] = [(TFMessage, lambda m: self.side.tf.add_msg(m, False))]
+            self.routes['/tf_static'] = [(TFMessage, lambda m: self.side.tf.add_msg(m, True))]
+
+    @property
+    def metric_depth_topic(self) -> str:
+        """The node's `metric_depth` input in the camera's namespace."""
+        return posixpath.join(self.cam.ns, METRIC_DEPTH)
+
+    def reject(self, reason: str, message: str) -> None:
+        """Count a skipped frame and log it as the node would (throttled per reason)."""
+        self.skipped[reason] += 1
+        self._rejects.reject(reason, message)
+
+    def _on_metric_depth(self, msg) -> None:
+        error = self.side.metric_depth.put(msg)
+        if error is not None:
+            self.reject('metric_depth', error)
+
+    def camera_view(self, kind: ModelKind, focal_source: str, rgb, stamp) -> CameraView | None:
+        """The node's choice of intrinsics for this frame (ros/depth/node.py `_camera_view`)."""
+        if uses_model_intrinsics(kind, focal_source, self.views.store.has_any(KEY)):
+            return CameraView(rgb, None, 0.0, None)
+        return self.views.view(KEY, rgb, stamp, no_camera_info_fallback(kind))
 
     def summary(self) -> dict:
         return {'image': self.cam.image, 'camera_info': self.cam.camera_info, 'ns': self.cam.ns,
@@ -153,7 +193,7 @@ class DepthBagJob:
             cameras = cameras or default_cameras(types, self.p['input_transport'] == 'compressed')
             check_cameras(cameras, types)
             self.log.info('cameras: ' + ', '.join(f'{c.image} -> {c.ns}' for c in cameras))
-            outputs = metric_output_types(self.p) if self.kind == 'metric' else {}
+            outputs = metric_output_types(self.p) if self.kind is ModelKind.METRIC else {}
             counts: Counter = Counter()
             now = {'t': 0}
             with Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
@@ -166,16 +206,15 @@ class DepthBagJob:
                     writer.write(conns[topic], now['t'], cdr)
                     counts[topic] += 1
 
-                work = {cam.image: _CameraWork(cam, self.p, self.log, self.engine, self.kind,
-                                               write, types) for cam in cameras}
+                work = {cam.image: _CameraWork(cam, self.p, self.log) for cam in cameras}
                 routes: dict = {}
                 for w in work.values():
-                    for sub in w.host.subscriptions:
-                        if sub.topic not in types and sub.topic.endswith('/' + METRIC_DEPTH):
-                            raise BagFailed(f'{sub.topic} (the depth node input for '
-                                            f"scale_source={self.p['scale_source']!r}) is not "
-                                            f'in the bag; it has {sorted(types)}')
-                        routes.setdefault(sub.topic, []).append(sub)
+                    if self.p['scale_source'] == 'depth' and w.metric_depth_topic not in types:
+                        raise BagFailed(f'{w.metric_depth_topic} (the depth node input for '
+                                        f"scale_source={self.p['scale_source']!r}) is not in "
+                                        f'the bag; it has {sorted(types)}')
+                    for topic, handlers in w.routes.items():
+                        routes.setdefault(topic, []).extend(handlers)
                 wanted = [c for c in reader.connections if c.topic in work or c.topic in routes]
                 for cam in cameras:
                     for rel, cls in outputs.items():
@@ -202,8 +241,8 @@ class DepthBagJob:
 
                 for conn, t, raw in reader.messages(connections=wanted):
                     flush(t)
-                    for sub in routes.get(conn.topic, ()):
-                        sub.callback(deserialize_message(bytes(raw), sub.msg_type))
+                    for msg_type, callback in routes.get(conn.topic, ()):
+                        callback(deserialize_message(bytes(raw), msg_type))
                     if conn.topic in work:
                         pending.append((t, conn, bytes(raw)))
                 flush(None)
@@ -227,7 +266,7 @@ class DepthBagJob:
         and the host's decoding overlap the device. Relative and NESTED outputs read the node's
         scale state when they publish, so they keep one frame in flight (the node's order).
         """
-        return 2 if self.engine.pipelines and self.kind == 'metric' else 1
+        return 2 if self.engine.pipelines and self.kind is ModelKind.METRIC else 1
 
     def _start(self, w: _CameraWork, msgtype: str, raw: bytes, t: int):
         """The node's `_on_image` + the first half of `process`: a _Started, or None (skipped)."""
@@ -241,22 +280,19 @@ class DepthBagJob:
         if rgb is None:
             return None
         options = depth_frame_options(self.p, self.path.is_metric)
-        height, width = rgb.shape[:2]
         try:
-            net = options.network_hw(width, height)
+            plan = self.path.plan(rgb.shape[:2], options)
         except ValueError as exc:
             w.reject('size', str(exc))
             return None
-        view = (w.relative.camera_view(rgb, msg.header.stamp) if w.relative is not None else
-                w.views.view(KEY, rgb, msg.header.stamp, NO_INFO_FALLBACK))
+        view = w.camera_view(self.kind, self.p['focal_source'], rgb, msg.header.stamp)
         if view is None:
             return None
         t1 = time.perf_counter()
         try:
-            self.prepared.ensure(self.engine, net, self.log,
-                                 self.path.device_resize((height, width), options))
+            self.prepared.ensure(self.engine, plan.net_hw, self.log, plan.resize)
             frame = self.path.start(view.rgb, self.path.intrinsics(view.K, view.tx), options,
-                                    border=view.border)
+                                    border=view.border, plan=plan)
         except Exception as exc:  # noqa: BLE001 - the node's worker counts it and goes on
             w.reject('processing', f'{type(exc).__name__}: {exc}')
             return None
@@ -271,18 +307,20 @@ class DepthBagJob:
             w.reject('processing', f'{type(exc).__name__}: {exc}')
             return []
         t2 = time.perf_counter()
-        if w.relative is not None:   # the node's handler publishes (through the host)
-            msgs = []
-            try:
-                published = w.relative.publish(msg.header, frame)
-            except Exception as exc:  # noqa: BLE001 - as above
-                w.reject('processing', f'{type(exc).__name__}: {exc}')
-                return []
-        else:
-            msgs, published = list(metric_output_msgs(self.p, msg.header, frame)), True
+        p = self.p
+        try:
+            scaled = scale_depth_frame(self.kind, frame, relative_scale_settings(p),
+                                       p['min_confidence'], p['max_depth_m'],
+                                       w.side.for_frame(p, msg.header, 0.0))
+            msgs = list(depth_output_msgs(p, msg.header, scaled))
+        except Exception as exc:  # noqa: BLE001 - as above
+            w.reject('processing', f'{type(exc).__name__}: {exc}')
+            return []
         self.stages.update({'decode': st.decode_s, **frame.timings,
                             'messages': time.perf_counter() - t2})
-        if published:
+        if scaled.scale_failed:
+            w.reject('scale', scale_failure_message(scaled.scale))
+        else:
             w.frames_out += 1
         return msgs
 

@@ -1,11 +1,11 @@
 """One rosbag2 through the pair node's work, offline: its poses, TF, clouds, depth into a new MCAP.
 
 Nothing here re-implements the node: `pair_work` (ros/pair/node.py) builds the node's pipeline,
-publishing rules and mode (stereo pairing by stamp, or the temporal keyframe chain) on an
-`OfflineNode` host (tools/batch/offline_node.py); the bag's messages are delivered to the mode's
-subscriptions in bag order and every pair (stereo) or frame (temporal) it offers is processed,
-as a replay paced by the node's output would be. What the node publishes is written, stamped as
-the node stamps it, at the bag time of the image that completed the item.
+publishing rules and mode (stereo pairing by stamp, or the temporal keyframe chain) on an offline
+host of the node's interface (tools/batch/pair_host.py); the bag's messages are delivered to the
+mode's subscriptions in bag order and every pair (stereo) or frame (temporal) it offers is
+processed, as a replay paced by the node's output would be. What the node publishes is written,
+stamped as the node stamps it, at the bag time of the image that completed the item.
 
 Cameras: stereo takes two (camera 1, the reference, first; its namespace is the node's, where
 the outputs go: `/camera/pose`, `/camera/points`, ..., and `/tf`); temporal runs one node per
@@ -21,15 +21,18 @@ from collections import Counter, deque
 from pathlib import Path
 
 from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import Image
 
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.node import pair_work
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH
+from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthImages
 from tt_depth_ros.tools.bag.io import default_typestore_distro, zero_padded_cdr
 from tt_depth_ros.tools.bag.sample import typestore_for
 from tt_depth_ros.tools.batch.cameras import Camera, CameraTopicError
 from tt_depth_ros.tools.batch.depth_bag import BagFailed, _hint, msgtype_of
-from tt_depth_ros.tools.batch.offline_node import OfflineLogger, OfflineNode
+from tt_depth_ros.tools.batch.offline_log import OfflineLogger
+from tt_depth_ros.tools.batch.pair_host import OfflinePairHost
 
 
 def pair_nodes(cameras: list[Camera], p: dict) -> list[tuple[str, dict, list[Camera]]]:
@@ -62,20 +65,20 @@ class _NodeRun:
     def __init__(self, p: dict, engine, ns: str, remap: dict, cams: list[Camera], sink,
                  logger: OfflineLogger) -> None:
         self.cams, self.frames_in, self.frames_out = cams, 0, 0
-        self.host = OfflineNode(p, engine, ns, remap, sink, logger)
-        metric = None
-        if p['scale_source'] == 'depth':
-            from tt_depth_ros.ros.runtime.inputs.metric_depth_input import (
-                MetricDepthInput,
-            )
-            metric = MetricDepthInput(self.host)
+        self.host = OfflinePairHost(p, engine, ns, remap, sink, logger)
+        metric = MetricDepthImages()
         work = pair_work(self.host, engine, PairFigures(),
-                         metric.image_for if metric else lambda *a, **k: None)
+                         lambda stamp_ns, wait=True: metric.image_for(stamp_ns))
         self.mode, self.outputs = work.mode, work.outputs
         self.mode.create_inputs()
         self.outputs.restart()
-        if metric is not None:
-            metric.start()
+        if p['scale_source'] == 'depth':
+            self.host.subscribe(Image, METRIC_DEPTH, lambda msg: self._on_metric(metric, msg))
+
+    def _on_metric(self, metric: MetricDepthImages, msg) -> None:
+        error = metric.put(msg)
+        if error is not None:
+            self.host.reject('metric_depth', error)
 
     def summary(self) -> dict:
         out = {'ns': self.host.ns, 'mode': self.host.params['mode'],
