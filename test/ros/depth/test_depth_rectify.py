@@ -14,6 +14,12 @@ network-grid round trip; measured 0.3 % / 0.9 %); the cloud's median 3D error <=
 range. Without rectification the median error exceeds 3 % and the 90th percentile 10 %
 (measured 4-10 % / 15-20 %).
 
+A stereo rig's camera rectifies with a rotation R != I (R1 of cv2.stereoRectify, about 6 degrees):
+in the same node runs, a third frame per lens carries that R in its CameraInfo, its red channel
+coding the depth along the rectified camera's axis; the published depth and cloud must be those of
+the pinhole P rendered from the rotated camera, within the same tolerance (R ignored or
+transposed moves the view by 10-20 px: far outside it).
+
 Borders: a fisheye rectified with balance 1 (the whole source in view, like alpha > 0) has
 rectified pixels that see nothing; their source coordinates (projected independently with
 cv2.fisheye.distortPoints) lie outside the image. Those pixels must be invalid (NaN, not the
@@ -52,6 +58,25 @@ LENSES = {
 }
 
 
+def _rot(axis, deg):
+    return cv2.Rodrigues(np.asarray(axis, float) / np.linalg.norm(axis) * np.radians(deg))[0]
+
+
+def stereo_R():
+    """R1 of a rig 6 degrees apart with a 12 cm baseline (x2 = R x1 + T), from OpenCV."""
+    d = np.asarray(LENSES['plumb_bob'], float)
+    R1, *_ = cv2.stereoRectify(K, d, K, d, (W, H), _rot([0.2, 1.0, 0.1], 6.0),
+                               np.array([-0.12, 0.01, 0.008]), alpha=0)
+    return R1
+
+
+def rotated_pose(R):
+    """The rectified camera's pose: the camera's, turned by R (x_rect = R x_cam)."""
+    T = POSE.copy()
+    T[:3, :3] = POSE[:3, :3] @ R.T
+    return T
+
+
 def rectified_P(model, d):
     """The rectified camera (alpha/balance 0: every rectified pixel sees the source image)."""
     d = np.asarray(d, float)
@@ -61,15 +86,19 @@ def rectified_P(model, d):
     return cv2.getOptimalNewCameraMatrix(K, d, (W, H), 0.0)[0]
 
 
-def distorted_frame(model, d):
-    _, depth = render(default_scene(), K, W, H, POSE, rays_cam=pixel_rays(model, K, d, W, H))
+def distorted_frame(model, d, R=None):
+    """The lens's view, coding planar depth along the camera axis (R: along R's rotated axis)."""
+    rays = pixel_rays(model, K, d, W, H)
+    _, depth = render(default_scene(), K, W, H, POSE, rays_cam=rays)
+    if R is not None:   # z of each seen point in the rectified frame: depth * (R ray)_z
+        depth = depth * (rays @ R[2]).reshape(H, W)
     return encode_depth(depth, Z_STEP)
 
 
-def camera_info(model, d, P, header):
+def camera_info(model, d, P, header, R=None):
     msg = CameraInfo(header=header, width=W, height=H, distortion_model=model,
                      d=[float(x) for x in d], k=K.reshape(-1).tolist(),
-                     r=np.eye(3).reshape(-1).tolist())
+                     r=(np.eye(3) if R is None else R).reshape(-1).tolist())
     msg.p = np.concatenate([P, np.zeros((3, 1))], 1).reshape(-1).tolist()
     return msg
 
@@ -90,6 +119,8 @@ def backproject(depth, P):
 def test_distorted_lenses_are_rectified_and_the_geometry_matches():
     # the engine double knows the rectified focal of each lens (like a real network "knows")
     Ps = {m: rectified_P(m, d) for m, d in LENSES.items()}
+    R_stereo = stereo_R()
+    assert np.degrees(np.linalg.norm(cv2.Rodrigues(R_stereo)[0])) > 4.0
     probe = RosProbe('rect_probe')
     probe.subscribe(Image, f'{NS}/depth', RELIABLE)
     probe.subscribe(CameraInfo, f'{NS}/depth/camera_info', RELIABLE)
@@ -111,28 +142,32 @@ def test_distorted_lenses_are_rectified_and_the_geometry_matches():
                       'engine_plugin_args': args, 'input_reliability': 'reliable',
                       'process_res': 322, 'diagnostics_period': 0.2,
                       'camera_info_wait_s': 5.0}
-            rgb = distorted_frame(model, d)
             _, gt = render(default_scene(), P, W, H, POSE)
+            _, gt_stereo = render(default_scene(), P, W, H, rotated_pose(R_stereo))
+            frames = (('auto', None, distorted_frame(model, d), gt),
+                      ('stereo', R_stereo, distorted_frame(model, d, R_stereo), gt_stereo),
+                      ('disabled', None, distorted_frame(model, d), gt))
             with spawn(depth_node_cmd(NS, params), env=child_env(), name=f'rect-{i}') as proc:
                 probe.wait_matched(img_pub, timeout=60)
                 probe.wait_matched(info_pub)
                 probe.wait_state(NODE, 'active', 60)
-                for j, mode in enumerate(('auto', 'disabled')):
+                for j, (case, R, rgb, truth) in enumerate(frames):
+                    mode = 'disabled' if case == 'disabled' else 'auto'
                     assert all(r.successful for r in probe.set_params(NODE, {'rectify': mode}))
                     header = Header(frame_id='cam_optical_frame')
                     header.stamp.sec = 100 * (i + 1) + j
-                    info_pub.publish(camera_info(model, d, P, header))
+                    info_pub.publish(camera_info(model, d, P, header, R))
                     time.sleep(0.05)
                     img_pub.publish(rgb_image_msg(rgb, header))
                     try:
                         out = {t: _wait_stamp(probe, t, header.stamp.sec)
                                for t in ('depth', 'depth/camera_info', 'points')}
                     except TimeoutError as exc:   # the node's own account of the frame
-                        raise AssertionError(f'{model}, rectify {mode}: {exc}; node log:\n'
+                        raise AssertionError(f'{model}, {case}: {exc}; node log:\n'
                                              f'{proc.log_text()[-4000:]}') from exc
-                    results[(model, mode)] = _errors(out, gt, P)
-                diag = wait_for(lambda: _diag_after(probe, 2), 10, what='diagnostics')
-                assert int(diag['rectified_frames']) == 1, diag
+                    results[(model, case)] = _errors(out, truth, P)
+                diag = wait_for(lambda: _diag_after(probe, 3), 10, what='diagnostics')
+                assert int(diag['rectified_frames']) == 2, diag
                 assert int(diag['distorted_unrectified_frames']) == 1
                 assert 'NOT rectified' in diag['rectification']
                 assert proc.poll() is None, proc.log_text()
@@ -147,9 +182,11 @@ def test_distorted_lenses_are_rectified_and_the_geometry_matches():
         probe.close()
     print({k: {n: round(v, 4) for n, v in e.items()} for k, e in results.items()})
     for model in LENSES:
-        good, bad = results[(model, 'auto')], results[(model, 'disabled')]
-        assert good['median_rel'] <= 0.01 and good['p90_rel'] <= 0.03, (model, good)
-        assert good['cloud_median_rel'] <= 0.01, (model, good)
+        bad = results[(model, 'disabled')]
+        for case in ('auto', 'stereo'):
+            good = results[(model, case)]
+            assert good['median_rel'] <= 0.01 and good['p90_rel'] <= 0.03, (model, case, good)
+            assert good['cloud_median_rel'] <= 0.01, (model, case, good)
         assert bad['median_rel'] > 0.03 and bad['p90_rel'] > 0.10, (model, bad)
 
 
