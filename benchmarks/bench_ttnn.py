@@ -44,16 +44,8 @@ def _pct(xs, q):
 
 
 def _tiny_state(model: str):
-    import torch
-
-    from support.weight_rule import rule_v1_state_dict
-    if model == 'da3metric-tiny':
-        cfg = json.loads((ROOT / 'test/data/da3/tiny_config.json').read_text())['keys']
-        shapes = {k: tuple(s) for k, s in cfg.items()}
-    else:
-        cfg = json.loads((ROOT / 'test/data/dust3r/tiny_config.json').read_text())
-        shapes = {k: tuple(s) for k, s in cfg['state_dict_keys']}
-    return {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(shapes).items()}
+    from devtools.checkpoints import torch_state_dict
+    return torch_state_dict('da3-tiny' if model == 'da3metric-tiny' else 'dust3r-tiny')
 
 
 def host_overhead_ms(frames: int = 100) -> float | None:

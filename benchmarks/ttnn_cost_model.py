@@ -1,7 +1,7 @@
 """A p150 roofline for device-op records: an ESTIMATE, never a measurement (pure Python, no ttnn).
 
-Input: one record per device operation of a forward, as test/ttnn_dryrun/op_records.py reads them
-from the real ttnn 0.81.1 library's graph capture on a mock p150 (what the library decided:
+Input: one record per device operation of a forward, as devtools/ttnn/dryrun/op_records.py reads
+them from the real ttnn 0.81.1 library's graph capture on a mock p150 (what the library decided:
 device operation, program factory, tensor shapes / dtypes / layouts / memory configs, math
 fidelity, fp32 accumulation, the cores its circular buffers were placed on). Output: per-op and
 per-group ideal and calibrated times.

@@ -5,9 +5,9 @@
         [--json OUT] [--from-json EARLIER_OUT]
 
 Runs one forward per size of the engine (tt_depth_ros.engines.ttnn, rule-v1 weights) through the
-REAL ttnn 0.81.1 library on a mock p150 (the dry run: test/ttnn_dryrun/driver.py, bridge.py,
+REAL ttnn 0.81.1 library on a mock p150 (the dry run: devtools/ttnn/dryrun/driver.py, bridge.py,
 environment.py), reads every device op the traced forward ran from the library's graph capture
-(test/ttnn_dryrun/op_records.py) and prices it with benchmarks/ttnn_cost_model.py: per op group
+(devtools/ttnn/dryrun/op_records.py) and prices it with benchmarks/ttnn_cost_model.py: per op group
 (attention, MLP, norm, head, data movement, embed/other) the ideal roofline time, the time after
 the efficiency factor calibrated on tt-metal's Blackhole ViT-base demo, and what bounds it.
 Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384 (W x H; HxW
@@ -32,10 +32,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / 'benchmarks'), str(ROOT / 'test' / 'ttnn_dryrun')]
+sys.path[:0] = [str(ROOT), str(ROOT / 'benchmarks')]
 
-import driver  # noqa: E402  (the dry run: engine on the real library, mock p150)
 import ttnn_cost_model as cost  # noqa: E402
+
+from devtools.ttnn.dryrun import driver  # noqa: E402  (the engine on the real library, mock p150)
 
 # Sizes are HxW. The DUSt3R pair "512x384" is DUSt3R's width x height: HxW 384x512.
 DEFAULT_RUNS = [('da3-large', ['518x518', '280x504']), ('dust3r-large', ['384x512'])]

@@ -5,7 +5,7 @@
         [--estimate-json ESTIMATE.json ...]
 
 The stand-in (devtools/ttnn/standin) rounds like the device: bf16 / bfloat8_b storage (bit
-for bit with the real library's host conversion: test/ttnn_conformance), the FPU's operand
+for bit with the real library's host conversion: devtools/ttnn/conformance), the FPU's operand
 truncation per math fidelity and a bf16 destination without fp32 accumulation (ops_math.py
 documents the model; not bit-exact). Per preset it prints DA3 depth PCC / max relative error or
 DUSt3R pts3d PCC (both views) against the golden fp32 outputs, with the issue's gates (DA3METRIC-
@@ -41,19 +41,6 @@ ENGINE = {'da3-tiny': 'da3metric-tiny', 'da3-large': 'da3metric-large',
 def pcc(a, b) -> float:
     return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
                              np.asarray(b, np.float64).ravel())[0, 1])
-
-
-def state_dict(model: str):
-    import torch
-
-    from support import dust3r_data
-    from support.da3_fixtures import large_key_shapes, tiny_key_shapes
-    from support.weight_rule import rule_v1_state_dict
-    shapes = {'da3-tiny': tiny_key_shapes, 'da3-large': large_key_shapes,
-              'dust3r-tiny': dust3r_data.tiny_key_shapes,
-              'dust3r-large': lambda: {k['key']: tuple(k['shape'])
-                                       for k in dust3r_data.full_keys()}}[model]()
-    return {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(shapes).items()}
 
 
 def measure(model: str, sd, dtype) -> dict:
@@ -137,6 +124,7 @@ def main(argv=None) -> int:
     ap.add_argument('--variant', action='append', default=[])
     ap.add_argument('--estimate-json', action='append', default=[])
     a = ap.parse_args(argv)
+    from devtools.checkpoints import torch_state_dict
     from devtools.ttnn import standin
     from tt_depth_ros.engines.ttnn.precision import DA3_ONLY, PRESETS
     sys.modules['ttnn'] = standin
@@ -148,7 +136,7 @@ def main(argv=None) -> int:
     for model in a.model or ['da3-tiny', 'dust3r-tiny']:
         fam = 'da3' if model.startswith('da3') else 'dust3r'
         presets = a.preset or [p for p in PRESETS if fam == 'da3' or p not in DA3_ONLY]
-        sd = state_dict(model)
+        sd = torch_state_dict(model)   # the rule-v1 test config of that name
         metric = 'depth PCC / max rel' if fam == 'da3' else 'pts3d PCC (min of views)'
         print(f'\n{model} ({ENGINE[model]}), gate {GATES[fam]}: {metric}')
         print(f'| {"preset":<34} | {"PCC":>9} | {"max rel":>7} | gate | est. ms | wall s |')

@@ -34,7 +34,7 @@ if (( free_gb < 8 )); then
   echo "!!! less than 8 GB free: the full-size tests may fill the disk"
 fi
 
-# The ttnn conformance check and the real-library dry run (test/ttnn_dryrun: the engine on a mock
+# The ttnn conformance check and the real-library dry run (devtools/ttnn: the engine on a mock
 # p150 through the real ttnn 0.81.1 wheel, cp312 only) share one cached side virtualenv (ttnn +
 # numpy, no torch) plus the dry run's RISC-V compiler stand-in; create it here, while the network
 # is still reachable. In CI (CI=true) a missing Python 3.12 is an error, never a skip.
@@ -43,8 +43,7 @@ ttnn_side_env() {
   .venv/bin/python - <<'PY'
 import os
 import sys
-sys.path.insert(0, 'test/ttnn_dryrun')
-import environment
+from devtools.ttnn.dryrun import environment
 try:
     print('ttnn side venv:', environment.ensure_dryrun_venv())
 except environment.ConformanceUnavailable as exc:
@@ -118,7 +117,7 @@ fi
 # next (this shell's pid) as the per-run domain always did; Kilted's range is Jazzy's + 45.
 domain_j=$(( 10 + $$ % 45 ))
 domain_k=$(( domain_j + 45 ))
-# Full-size rule-v1 checkpoints are generated once per run and shared (test/support/weight_rule.py).
+# Full-size rule-v1 checkpoints are generated once per run and shared (devtools/rule_weights.py).
 export TT_DEPTH_ROS_RULE_CACHE="$logs/rule_v1_cache"
 mkdir -p "$logs/timeline"
 # When each worker went idle, from the per-test lines test/conftest.py writes: the run's long pole.

@@ -16,6 +16,7 @@ Every failure names the importing file, the line and what it imports.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,8 @@ def _resolve(name: str) -> str:
     return name
 
 
-def _imports(module: str) -> list[tuple[int, str]]:
+@functools.cache
+def _imports(module: str) -> tuple[tuple[int, str], ...]:
     """(line, imported name) of every import in `module`, relative ones made absolute."""
     path = MODULES[module]
     package = module if path.name == '__init__.py' else module.rpartition('.')[0]
@@ -89,7 +91,7 @@ def _imports(module: str) -> list[tuple[int, str]]:
             else:
                 target = node.module
             out += [(node.lineno, f'{target}.{a.name}') for a in node.names]
-    return out
+    return tuple(out)
 
 
 def _internal(name: str) -> str | None:

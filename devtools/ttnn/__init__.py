@@ -1,6 +1,9 @@
 """The ttnn simulator: what runs the ttnn engines without a Tenstorrent card.
 
 - standin/: a CPU stand-in of the subset of ttnn 0.81.1 the engines use (installed as `ttnn`).
+- dryrun/: the engines through the REAL ttnn 0.81.1 wheel on a mock p150 (a Python 3.12 side venv).
+- conformance/: the engines' ttnn calls and the stand-in checked against the real wheel.
 
-Imports nothing itself, so that a subpackage imports without the others' dependencies.
+Imports nothing itself: the dry run's server and the conformance check's real side import their
+modules from here inside the side venv, which has numpy and ttnn but no torch.
 """

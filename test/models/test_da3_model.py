@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from devtools.rule_weights import rule_v1_state_dict
 from support.da3_fixtures import (
     TINY_SIZES,
     assert_close_golden,
@@ -26,7 +27,6 @@ from support.precision_gates import (
     hot_path,
     skip_full_size_without_native_bf16,
 )
-from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.da3.checkpoint import load_state_dict
 from tt_depth_ros.models.da3.config import LARGE, MONO_LARGE, TINY

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from devtools.rule_weights import rule_v1_state_dict
 from support.dust3r_data import (
     assert_gates,
     fixture,
@@ -20,7 +21,6 @@ from support.precision_gates import (
     hot_path,
     skip_full_size_without_native_bf16,
 )
-from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.factory import build_engine
 from tt_depth_ros.models.dust3r.checkpoint import load_into
 from tt_depth_ros.models.dust3r.config import LARGE, TINY

@@ -13,7 +13,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from support.weight_rule import rule_v1_state_dict
+from devtools.checkpoints import da3_key_shapes, key_shapes
+from devtools.rule_weights import rule_v1_state_dict
 
 DATA = Path(__file__).resolve().parents[1] / 'data' / 'da3'
 TINY_SIZES = ('518x518', '280x504', '378x504')
@@ -25,7 +26,7 @@ def tiny_config_json() -> dict:
 
 
 def tiny_key_shapes() -> dict[str, tuple[int, ...]]:
-    return {k: tuple(v) for k, v in tiny_config_json()['keys'].items()}
+    return key_shapes('da3-tiny')
 
 
 @functools.lru_cache(maxsize=1)
@@ -39,15 +40,9 @@ def tiny_state_dict() -> dict[str, np.ndarray]:
 
 
 def large_key_shapes(cfg=None) -> dict[str, tuple[int, ...]]:
-    """HF key -> shape of the full-size model, from DA3Model on the meta device."""
-    import torch
-
+    """HF key -> shape of the full-size model (`cfg`, default LARGE), on the meta device."""
     from tt_depth_ros.models.da3.config import LARGE
-    from tt_depth_ros.models.da3.model import DA3Model
-
-    with torch.device('meta'):
-        model = DA3Model(cfg or LARGE)
-    return {'model.' + k: tuple(v.shape) for k, v in model.state_dict().items()}
+    return da3_key_shapes(cfg or LARGE)
 
 
 def write_safetensors(state: dict[str, np.ndarray], path: Path) -> Path:
@@ -111,7 +106,7 @@ def read_key_list(name: str) -> dict[str, tuple[int, ...]]:
 def anyview_key_shapes(name: str) -> dict[str, tuple[int, ...]]:
     """Checkpoint key -> shape for 'da3-anyview-tiny' (config json) or a golden key list."""
     if name == 'da3-anyview-tiny':
-        return {k: tuple(v) for k, v in anyview_config_json()['keys'].items()}
+        return key_shapes('da3-anyview-tiny')
     return read_key_list(name)
 
 
@@ -165,8 +160,8 @@ def fill_rule_inplace(model, key_shapes: dict[str, tuple[int, ...]], x1: bool = 
     """
     import torch
 
-    from support.weight_rule import rule_v1_tensor
     from tt_depth_ros.models.da3.checkpoint import map_state_dict
+    from tt_depth_ros.models.weight_rule import rule_v1_tensor
 
     prefixes = branch_prefixes or {'model.': ''}
     params = dict(model.named_parameters())

@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from support.weight_rule import rule_v1_state_dict
+from devtools.checkpoints import key_shapes
+from devtools.rule_weights import rule_v1_state_dict
 
 DATA = Path(__file__).resolve().parents[1] / 'data' / 'dust3r'
 
 
 def tiny_key_shapes() -> dict[str, tuple[int, ...]]:
-    keys = json.loads((DATA / 'tiny_config.json').read_text())['state_dict_keys']
-    return {k: tuple(s) for k, s in keys}
+    return key_shapes('dust3r-tiny')
 
 
 def full_keys() -> list[dict]:

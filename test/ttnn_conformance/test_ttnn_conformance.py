@@ -1,20 +1,16 @@
 """Conformance with the real ttnn 0.81.1 wheel (side py3.12 venv, cached in .venv-ttnn/).
 
 Checks every ttnn name/call of the engines and the stand-in's signatures and host conversions
-(check.py). Skips loudly only when no python3.12 exists. A deliberately wrong usage and a
-deliberately wrong stand-in default must be reported.
+(devtools/ttnn/conformance/check.py). Skips loudly only when no python3.12 exists. A
+deliberately wrong usage and a deliberately wrong stand-in default must be reported.
 """
 import os
-import sys
 import types
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import check  # noqa: E402
-
-from devtools.ttnn import standin  # noqa: E402
+from devtools.ttnn import standin
+from devtools.ttnn.conformance import check
 
 
 @pytest.fixture(scope='module')

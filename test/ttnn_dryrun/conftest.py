@@ -1,12 +1,9 @@
 """The fixture both real-ttnn test files use: the side venv that holds ttnn 0.81.1."""
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import environment  # noqa: E402
+from devtools.ttnn.dryrun import environment
 
 
 @pytest.fixture(scope='module')

@@ -8,16 +8,12 @@ differently: on the real library by allocating a tensor of the same size (the al
 out the freed address), on the stand-in through its buffer record.
 """
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import environment  # noqa: E402
-
-from devtools.ttnn import standin  # noqa: E402
+from devtools.ttnn import standin
+from devtools.ttnn.dryrun import environment
 
 RESHAPES = [  # (from, to, layout)
     ((1, 1, 64, 64), (1, 64, 64), 'TILE'),        # leading dims only
@@ -115,7 +111,7 @@ def standin_freed(ttnn, dev, view, up):
 
 
 def test_standin_buffer_behaviour_matches_real_ttnn(side_python, tmp_path, monkeypatch):
-    from bridge import Bridge
+    from devtools.ttnn.dryrun.bridge import Bridge
     b = Bridge(str(side_python), environment.side_env(), tmp_path / 'real.log')
     try:
         real = b.module

@@ -1,14 +1,14 @@
-"""The ttnn engine through the REAL ttnn 0.81.1 on a mock p150 (driver.py): nothing rejected.
+"""The ttnn engine through the REAL ttnn 0.81.1 on a mock p150 (the dry run): nothing rejected.
 
 Zero rejections and zero buffer hazards, for DA3 and DUSt3R tiny at every golden size (the
 Large models: slow), and for DA3 tiny on camera frames it resizes on the device (one and two
 resize steps).
 
-Each model runs in a fresh interpreter (driver.py --json), the real library in the side venv
-(environment.py). Without Python 3.12 the tests skip loudly — except in CI (CI=true), where a
-skip is a failure. The harness itself is checked on deliberately wrong usage: an op the library
-rejects, a use after a forced deallocate of a reshape view's base, a full-range slice freed
-under its caller.
+Each model runs in a fresh interpreter (`python -m devtools.ttnn.dryrun.driver --json`), the
+real library in the side venv (devtools/ttnn/dryrun/environment.py). Without Python 3.12 the
+tests skip loudly — except in CI (CI=true), where a skip is a failure. The harness itself is
+checked on deliberately wrong usage: an op the library rejects, a use after a forced deallocate
+of a reshape view's base, a full-range slice freed under its caller.
 """
 import json
 import subprocess
@@ -17,17 +17,15 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import environment  # noqa: E402
+from devtools.ttnn.dryrun import environment
 
-ROOT = HERE.parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_driver(tmp_path, model, sizes=(), timeout=900, cameras=(), extra=()) -> dict:
     out = tmp_path / f'{model}.json'
-    cmd = [sys.executable, str(HERE / 'driver.py'), '--model', model, '--json', str(out),
-           *extra]
+    cmd = [sys.executable, '-m', 'devtools.ttnn.dryrun.driver', '--model', model, '--json',
+           str(out), *extra]
     for s in sizes:
         cmd += ['--size', s]
     for c in cameras:
@@ -127,7 +125,8 @@ def test_harness_reports_rejections_and_hazards(side_python, tmp_path):
     """Wrong usage through the same bridge/monitor: each must be reported."""
     import numpy as np
     import torch
-    from bridge import Bridge
+
+    from devtools.ttnn.dryrun.bridge import Bridge
     env = environment.side_env()
     b = Bridge(str(side_python), env, tmp_path / 'real.log')
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT / 'benchmarks'), str(HERE)]
+sys.path[:0] = [str(ROOT / 'benchmarks')]
 import ttnn_cost_model as cost  # noqa: E402
 
 
@@ -183,7 +183,7 @@ def _node(counter, kind, params=None, arguments=(), inputs=(), connections=()):
 
 def test_op_records_from_a_graph_like_the_library_records():
     """Node layout as ttnn 0.81.1 records a linear on the mock p150 (op_records.py doc)."""
-    import op_records
+    from devtools.ttnn.dryrun import op_records
     mem = ('MemoryConfig(memory_layout=TensorMemoryLayout::INTERLEAVED,buffer_type='
            'BufferType::DRAM,shard_spec=std::nullopt)')
 

@@ -1,9 +1,9 @@
 """Golden weight rule "rule-v1" (docs/golden.md): deterministic synthetic checkpoints.
 
-Runtime home of the rule (numpy only): the demo needs it when real weights cannot be had, and the
-tests' `support.weight_rule` re-exports it. Every value depends only on the checkpoint key name and
-shape, so full-size checkpoints with the real key layout can be built without any download, and the
-tiny golden weights regenerate exactly.
+Runtime home of the rule (numpy only): the demo needs it when real weights cannot be had, and
+devtools/rule_weights.py caches it per test run. Every value depends only on the checkpoint key
+name and shape, so full-size checkpoints with the real key layout can be built without any
+download, and the tiny golden weights regenerate exactly.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ blocks, tile padding to 32 and undefined padding after tiled reshapes/slices, th
 reject, keyword-only arguments and the defaults that bite (layer_norm eps 1e-12, SDPA
 is_causal=True, split-heads transpose_key=True, from_torch ROW_MAJOR), trace capture/execute/
 release semantics, the 12x10 (ETH dispatch) vs 11x10 grid. Its signatures and host conversions
-are checked against the real wheel by test/ttnn_conformance/.
+are checked against the real wheel by devtools/ttnn/conformance/.
 """
 from __future__ import annotations
 

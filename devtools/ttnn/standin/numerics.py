@@ -1,7 +1,7 @@
 """Number formats of the ttnn stand-in: bf16 round-to-nearest-even, bfloat8_b blocks, tile padding.
 
 Mirrors the host conversions of tt-metal's `tensor/` (docs/ttnn.md §8); the conformance check
-(`test/ttnn_conformance/`) compares these functions bit for bit with the real ttnn 0.81.1 wheel.
+(`devtools/ttnn/conformance/`) compares these functions bit for bit with the real ttnn 0.81.1 wheel.
 Values are kept as float32 torch tensors that hold exactly representable values of the format.
 """
 from __future__ import annotations

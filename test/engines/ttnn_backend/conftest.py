@@ -8,9 +8,9 @@ import pytest
 import torch
 from PIL import Image
 
+from devtools.rule_weights import rule_v1_state_dict
 from devtools.ttnn import standin
 from devtools.ttnn.standin import device as standin_device
-from support.weight_rule import rule_v1_state_dict
 
 DATA = Path(__file__).resolve().parents[2] / 'data'
 

@@ -6,7 +6,7 @@ the device's network image must be the host bytes but for near-ties (one level o
 the values, with the FPU's TF32 operand reading modelled), the depth must match `infer` on
 the host-resized image, a camera key and a network key of the same network size must live side
 by side and be evicted cleanly, and the refusals must name the problem. That the real library
-accepts these ops is the dry run's part (test/ttnn_dryrun, driver.py --camera).
+accepts these ops is the dry run's part (devtools/ttnn/dryrun, driver.py --camera).
 """
 import numpy as np
 import pytest

@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from support.weight_rule import rule_v1_state_dict
+from devtools.rule_weights import rule_v1_state_dict
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 
 DATA = Path(__file__).resolve().parents[2] / 'data' / 'dust3r'

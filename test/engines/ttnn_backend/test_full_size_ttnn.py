@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
+from devtools.rule_weights import rule_v1_state_dict
 from support import dust3r_data
 from support.da3_fixtures import DATA as DA3_DATA
 from support.da3_fixtures import large_key_shapes, load_png_rgb
-from support.weight_rule import rule_v1_state_dict
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 
 pytestmark = pytest.mark.slow

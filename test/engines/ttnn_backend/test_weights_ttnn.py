@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from support.weight_rule import rule_v1_state_dict
+from devtools.rule_weights import rule_v1_state_dict
 from tt_depth_ros.engines.factory import build_engine
 from tt_depth_ros.engines.weights import WeightsUnavailableError
 

@@ -1,9 +1,9 @@
 """Small shared pieces of the ttnn modules: uploads and the linear layer (torch `nn.Linear`).
 
 Weight preprocessing is pure (torch in, torch out); uploads happen once at engine build.
-Engine code names the module `ttnn` so test/ttnn_conformance/ can audit every use.
+Engine code names the module `ttnn` so devtools/ttnn/conformance/ can audit every use.
 
-Buffer sharing (ttnn 0.81.1, seen by test/ttnn_dryrun/): `reshape` returns a view on its input's
+Buffer sharing (ttnn 0.81.1, seen by devtools/ttnn/dryrun/): `reshape` returns a view on its input's
 device buffer when the tile rows stay whole (row-major always; TILE when the last dim is kept
 and the second-to-last is kept or stays a multiple of 32), a full-range `slice` returns its input
 itself, and `deallocate(t)` defaults to force=True, which frees the buffer under every tensor

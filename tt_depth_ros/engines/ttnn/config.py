@@ -8,7 +8,7 @@ that leaves the busiest core the fewest query rows (sdpa_q_chunk); the SDPA grid
 compute grid.
 The ViT linears of a preset with program configs (precision 'fast') get a 2D-multicast matmul
 config sized from their tile counts (linear_program_config); the real library's validation and
-circular-buffer checks in the dry run (test/ttnn_dryrun) are the judge of what fits.
+circular-buffer checks in the dry run (devtools/ttnn/dryrun) are the judge of what fits.
 """
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ PRESETS = {
     # the residual stream and the DPT head stay float32 (bf16 there misses the DA3 gate). The
     # SDPA mask in bfloat4_b: SDPA reads it once per head (16 x 3.8 MB per DA3-L 518x518 call in
     # bf16, 1.1 MB in bfloat4_b); 0 stays exactly 0 and -1e9 reads back as -9.4e8 (the real
-    # library's packing, which the stand-in matches bit for bit: test/ttnn_conformance).
+    # library's packing, which the stand-in matches bit for bit: devtools/ttnn/conformance).
     'fast': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
              FAST_ROLES_DA3, (), True, True, True, True, 'bfloat4_b', True),
     # The DA3 default: 'float32-residual-head' numbers on the speed design's layout. Program

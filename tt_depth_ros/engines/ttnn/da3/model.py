@@ -29,7 +29,7 @@ class TtDA3:
     def programs_estimate(cfg) -> int:
         """Upper bound on device programs per traced forward (trace region sizing).
 
-        Counted by the real ttnn 0.81.1 in the dry run (test/ttnn_dryrun, 11x10 grid): tiny
+        Counted by the real ttnn 0.81.1 in the dry run (devtools/ttnn/dryrun, 11x10 grid): tiny
         (4 blocks) 315/316/325 at 280x504/378x504/518x518, Large (24 blocks) 619 at 280x504,
         i.e. ~15.2 per block + ~255 (patch embed, taps, DPT head; its convs are several programs
         each, more at larger sizes); a camera resized on the device adds 18 (one resize step,

@@ -59,7 +59,7 @@ class TtDust3r:
     def programs_estimate(cfg) -> int:
         """Upper bound on device programs per traced forward (trace region sizing).
 
-        Counted by the real ttnn 0.81.1 in the dry run (test/ttnn_dryrun, 11x10 grid): tiny
+        Counted by the real ttnn 0.81.1 in the dry run (devtools/ttnn/dryrun, 11x10 grid): tiny
         (2 encoder, 12 decoder blocks) 1,482/1,308/1,364 at 80x112/384x512/512x384, Large (24,
         12) 1,776 at 384x512 ('fast'): ~19 per encoder layer (both views in one batch), ~80
         per decoder layer (two branches), the two DPT heads ~400-600 (several programs per conv;

@@ -1,4 +1,4 @@
-"""Golden weight rules "rule-v1" and "rule-v1 + X1" for the tests, with a per-run disk cache.
+"""Golden weight rules "rule-v1" and "rule-v1 + X1" with a per-run disk cache (tests, dev tools).
 
 `x1=True` adds rule X1 (test/data/da3_anyview/README.md). Full-size checkpoints take 5-15 s each
 to generate and several tests (torch, ttnn stand-in, real-library dry run) need the same one: when
@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from tt_depth_ros.models.weight_rule import rule_v1_state_dict as _generate
-from tt_depth_ros.models.weight_rule import rule_v1_tensor  # noqa: F401
 
 CACHE_MIN_VALUES = 50_000_000
 """Smaller state dicts (the tiny models) are generated in well under a second: not cached."""

@@ -1,6 +1,6 @@
 """Run the project's ttnn engine through the REAL ttnn 0.81.1 on a mock p150 and report.
 
-    .venv/bin/python test/ttnn_dryrun/driver.py --model da3-tiny [--size 280x504 ...]
+    .venv/bin/python -m devtools.ttnn.dryrun.driver --model da3-tiny [--size 280x504 ...]
         [--camera 480x640 ...] [--grid 11x10|13x10] [--dtype PRESET] [--json OUT]
 
 The engine (tt_depth_ros.engines.ttnn, rule-v1 weights) runs in this interpreter with the real
@@ -25,43 +25,21 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / 'test'), str(ROOT)]
+from devtools import checkpoints
+from devtools.ttnn.dryrun import environment
 
-import environment  # noqa: E402
-
-# name: (engine model, weights source, default sizes = the golden fixtures' sizes; DUSt3R-Large
-# also portrait, the tiny fixtures' other orientation: its L1 layout differs under 'fast';
-# DA3-Large also the tiny fixtures' sizes and portrait: four shapes through the LRU of two, whose
-# evictions must give back what the library's program cache holds in L1_SMALL (engine.py)
+# name: (engine model, rule-v1 test config (devtools.checkpoints), default sizes = the golden
+# fixtures' sizes; DUSt3R-Large also portrait, the tiny fixtures' other orientation: its L1
+# layout differs under 'fast'; DA3-Large also the tiny fixtures' sizes and portrait: four shapes
+# through the LRU of two, whose evictions must give back what the library's program cache holds
+# in L1_SMALL (engine.py)
 MODELS = {
-    'da3-tiny': ('da3metric-tiny', 'da3_tiny', ['280x504', '378x504', '518x518']),
-    'dust3r-tiny': ('dust3r-tiny', 'dust3r_tiny', ['80x112', '384x512', '512x384']),
-    'da3-large': ('da3metric-large', 'da3_large', ['280x504', '518x518', '378x504', '504x378']),
-    'dust3r-large': ('dust3r-vitl-512-dpt', 'dust3r_large', ['384x512', '512x384']),
+    'da3-tiny': ('da3metric-tiny', 'da3-tiny', ['280x504', '378x504', '518x518']),
+    'dust3r-tiny': ('dust3r-tiny', 'dust3r-tiny', ['80x112', '384x512', '512x384']),
+    'da3-large': ('da3metric-large', 'da3-large', ['280x504', '518x518', '378x504', '504x378']),
+    'dust3r-large': ('dust3r-vitl-512-dpt', 'dust3r-large', ['384x512', '512x384']),
 }
 HARVEST = {'13x10': 0, '11x10': 3}     # Tensix columns harvested in the mock descriptor
-
-
-def state_dict(source: str):
-    import numpy as np
-    import torch
-
-    from support.weight_rule import rule_v1_state_dict
-    if source == 'da3_tiny':
-        from support.da3_fixtures import tiny_key_shapes
-        shapes = tiny_key_shapes()
-    elif source == 'da3_large':
-        from support.da3_fixtures import large_key_shapes
-        shapes = large_key_shapes()
-    elif source == 'dust3r_tiny':
-        from support import dust3r_data
-        shapes = dust3r_data.tiny_key_shapes()
-    else:
-        from support import dust3r_data
-        shapes = {k['key']: tuple(k['shape']) for k in dust3r_data.full_keys()}
-    return {k: torch.from_numpy(np.asarray(v)) for k, v in rule_v1_state_dict(shapes).items()}
 
 
 def mock_descriptor(grid: str, workdir: Path) -> Path:
@@ -90,7 +68,8 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
     dtype: the engine's precision preset (precision.PRESETS; None = the family's default).
     """
     import numpy as np
-    from bridge import Bridge
+
+    from devtools.ttnn.dryrun.bridge import Bridge
     engine_name, source, default_sizes = MODELS[model]
     sizes = sizes or default_sizes
     work = Path(tempfile.mkdtemp(prefix='tt_depth_ros_dryrun_'))
@@ -113,7 +92,7 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
             lambda cq_id=None, mesh_event=None: skipped_waits.append(cq_id)
     try:
         from tt_depth_ros.engines.ttnn import build_ttnn_engine
-        sd = state_dict(source)
+        sd = checkpoints.torch_state_dict(source)
         bridge.phase('build')
         t0 = time.perf_counter()
         kwargs = {} if max_traced_shapes is None else {'max_traced_shapes': max_traced_shapes}

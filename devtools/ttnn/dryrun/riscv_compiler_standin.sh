@@ -1,6 +1,6 @@
 #!/bin/sh
 # Dry-run stand-in for the sfpi RISC-V compiler driver (riscv-tt-elf-g++), installed by
-# test/ttnn_dryrun/environment.py into the SIDE venv's ttnn/runtime/sfpi/compiler/bin/ only.
+# devtools/ttnn/dryrun/environment.py into the SIDE venv's ttnn/runtime/sfpi/compiler/bin/ only.
 # It lets the real ttnn wheel open a MOCK p150; nothing it writes can run on a device.
 #   --version            prints the version line of the wheel's sfpi release (@SFPI@ is filled in
 #                        from tt_metal/sfpi-version): tt-metal hashes it into its build key, which

@@ -1,7 +1,8 @@
 """Side of the conformance check that runs inside the Python 3.12 venv with the real ttnn.
 
 The venv holds the real `ttnn==0.81.1` wheel (no torch, no device). Two commands, JSON/NPZ in
-and out, driven by `check.py`:
+and out, driven by `check.py` (`python -m devtools.ttnn.conformance.real_side ...`, the repository
+root on PYTHONPATH):
 
   real_side.py signatures NAMES.json OUT.json   -> every named ttnn attribute: its call
                                                    signature(s) (nanobind or Python) or its repr

@@ -20,11 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import wire  # noqa: E402
+from devtools.ttnn.dryrun import wire
 
-PROJECT = str(HERE.parents[1] / 'tt_depth_ros')
+PROJECT = str(Path(__file__).resolve().parents[3] / 'tt_depth_ros')
 _ERRORS = {n: getattr(builtins, n) for n in ('RuntimeError', 'TypeError', 'ValueError',
                                               'IndexError', 'KeyError', 'AttributeError')}
 
@@ -50,7 +48,9 @@ class Bridge:
     """One server process; `module` is what the engine imports as ttnn."""
 
     def __init__(self, python: str, env: dict, log_path: Path):
-        """Start server.py under `python`, in log_path's directory.
+        """Start the server (`python -m devtools.ttnn.dryrun.server`) in log_path's directory.
+
+        `env` puts the repository root on PYTHONPATH (environment.side_env).
 
         tt-metal writes a `generated/` tree into its working directory: never the checkout.
         """
@@ -58,8 +58,8 @@ class Bridge:
         r2, w2 = os.pipe()            # server -> us
         self.log_path = Path(log_path)
         self._log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen([python, str(HERE / 'server.py'), str(r1), str(w2)],
-                                     pass_fds=(r1, w2), env=env, stdout=self._log,
+        self.proc = subprocess.Popen([python, '-m', 'devtools.ttnn.dryrun.server', str(r1),
+                                      str(w2)], pass_fds=(r1, w2), env=env, stdout=self._log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      cwd=str(self.log_path.parent))
         os.close(r1)

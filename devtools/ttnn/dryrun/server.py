@@ -1,10 +1,11 @@
 """Real-library side of the dry run: runs in the side venv (Python 3.12, ttnn 0.81.1, numpy).
 
-Started by bridge.py with two pipe fds; serves attribute reads and calls on the real `ttnn`
-module and on the objects it returns, for an engine running in another interpreter. Environment
-(environment.side_env): a MOCK p150 cluster descriptor and a dry-run JIT cache, so
-`ttnn.open_device` succeeds with the compiler stand-in and every op runs its real host side
-(argument binding, TT_FATAL validation, program creation, the real L1/DRAM allocator).
+Started by bridge.py as `python -m devtools.ttnn.dryrun.server RFD WFD` (two pipe fds); serves
+attribute reads and calls on the real `ttnn` module and on the objects it returns, for an engine
+running in another interpreter. Environment (environment.side_env): a MOCK p150 cluster
+descriptor and a dry-run JIT cache, so `ttnn.open_device` succeeds with the compiler stand-in
+and every op runs its real host side (argument binding, TT_FATAL validation, program creation,
+the real L1/DRAM allocator).
 
 Besides forwarding, it records what the engine must never do (monitor.Monitor): every call the
 library rejects, use of a tensor whose buffer was freed through another tensor, allocation while
@@ -26,9 +27,8 @@ import traceback
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wire  # noqa: E402
-from monitor import Monitor, error_text  # noqa: E402
+from devtools.ttnn.dryrun import wire
+from devtools.ttnn.dryrun.monitor import Monitor, error_text
 
 
 class Server:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import op_records as op_records_mod
+from devtools.ttnn.dryrun import op_records as op_records_mod
 
 HOST_IO = {'ttnn.from_torch', 'ttnn.to_torch', 'ttnn.to_device', 'ttnn.from_device',
            'ttnn.copy_host_to_device_tensor', 'ttnn.copy_device_to_host_tensor',

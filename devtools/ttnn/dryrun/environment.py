@@ -15,15 +15,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from devtools.ttnn.conformance import check  # ensure_venv: the one side venv
+from devtools.ttnn.dryrun import kernel_elf
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / 'test' / 'ttnn_conformance'))
-import check  # noqa: E402  (ensure_venv: the one side venv)
-import kernel_elf  # noqa: E402
+ROOT = HERE.parents[2]
 
 MOCK_DESC = check.MOCK_DESC
 ConformanceUnavailable = check.ConformanceUnavailable
@@ -84,8 +83,13 @@ def jit_cache_dir() -> Path:
 
 
 def side_env(base: dict | None = None) -> dict:
-    """Environment of the real-library process: mock p150, dry-run JIT cache, quiet logs."""
+    """Environment of the real-library process: mock p150, dry-run JIT cache, quiet logs.
+
+    The repository root goes first on PYTHONPATH: the process runs `python -m
+    devtools.ttnn.dryrun.server`.
+    """
     env = dict(os.environ if base is None else base)
+    env['PYTHONPATH'] = os.pathsep.join([str(ROOT)] + [p for p in [env.get('PYTHONPATH')] if p])
     env['TT_METAL_MOCK_CLUSTER_DESC_PATH'] = str(MOCK_DESC)
     env['TT_METAL_CACHE'] = str(jit_cache_dir()).rstrip('/') + '/'
     env.setdefault('TT_METAL_LOGGER_LEVEL', 'FATAL')

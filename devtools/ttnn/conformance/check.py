@@ -1,6 +1,7 @@
 """Conformance of our ttnn usage and of the CPU stand-in with the real ttnn 0.81.1 wheel.
 
-Run: `.venv/bin/python test/ttnn_conformance/check.py` (also run by test_ttnn_conformance.py).
+Run: `.venv/bin/python -m devtools.ttnn.conformance.check` (also run by
+test/ttnn_conformance/test_ttnn_conformance.py).
 1. Creates (once; cached in `.venv-ttnn/`) a Python 3.12 virtualenv holding the real
    `ttnn==0.81.1` wheel from PyPI (cp310/cp312 only; needs numpy<2). No device is needed.
 2. Scans the engine sources (`tt_depth_ros/engines/ttnn/**/*.py`; they name the module `ttnn`) for
@@ -37,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 TTNN_VERSION = '0.81.1'
 VENV = ROOT / '.venv-ttnn'
 MOCK_DESC = HERE / 'p150_mock_cluster_desc.yaml'
@@ -127,8 +128,9 @@ def real_signatures(py: Path, names) -> dict:
 def _side(py: Path, args) -> None:
     env = dict(os.environ, TT_METAL_MOCK_CLUSTER_DESC_PATH=str(MOCK_DESC),
                TT_METAL_LOGGER_LEVEL='FATAL', LOGURU_LEVEL='WARNING')
-    r = subprocess.run([str(py), str(HERE / 'real_side.py'), *args], capture_output=True,
-                       text=True, env=env, timeout=600)
+    env['PYTHONPATH'] = os.pathsep.join([str(ROOT)] + [p for p in [env.get('PYTHONPATH')] if p])
+    r = subprocess.run([str(py), '-m', 'devtools.ttnn.conformance.real_side', *args],
+                       capture_output=True, text=True, env=env, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f'real_side.py {args[0]} failed:\n{r.stdout[-2000:]}\n'
                            f'{r.stderr[-4000:]}')
@@ -220,7 +222,7 @@ def compare_signature(name, mine, real_overloads) -> str | None:
 
 
 def check_standin(names, standin, real) -> list[str]:
-    from real_side import describe  # same describer on both sides
+    from devtools.ttnn.conformance.real_side import describe  # same describer on both sides
     problems = []
     for name in sorted(names):
         info = real.get(name, {})
@@ -271,12 +273,12 @@ def engine_weight_inputs() -> dict:
     """
     import torch
 
-    from support.da3_fixtures import tiny_key_shapes
-    from support.weight_rule import rule_v1_state_dict
+    from devtools.checkpoints import key_shapes
+    from devtools.rule_weights import rule_v1_state_dict
     from tt_depth_ros.engines.ttnn.layers.attention import self_attention_params
     from tt_depth_ros.engines.ttnn.layers.block import mlp_params
     from tt_depth_ros.models.weight_rule import rule_v1_tensor
-    shapes = {k: v for k, v in tiny_key_shapes().items() if k.startswith(BLOCK0)}
+    shapes = {k: v for k, v in key_shapes('da3-tiny').items() if k.startswith(BLOCK0)}
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(shapes).items()}
     att = self_attention_params(sd, BLOCK0 + 'attn.', 4, sd[BLOCK0 + 'ls1.gamma'])
     mlp = mlp_params(sd, BLOCK0 + 'mlp.', sd[BLOCK0 + 'ls2.gamma'])
@@ -325,8 +327,6 @@ def check_host_conversions(py: Path, standin) -> list[str]:
 
 def run(engine_paths=None, *, usage=None, standin=None, py=None) -> tuple[list[str], dict]:
     """All checks; returns (problems, summary). `usage`/`standin` may be injected by tests."""
-    sys.path.insert(0, str(HERE))
-    sys.path.insert(0, str(ROOT / 'test'))
     if standin is None:
         from devtools.ttnn import standin
     py = py or ensure_venv()
