@@ -7,16 +7,11 @@ exists): there a missing launch system is a failure, so CI always runs them.
 """
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))   # launch_run
-
-from support.colcon_ws import ROOT, shared_workspace, sourced_env  # noqa: E402
+from support.colcon_ws import ROOT, shared_workspace, sourced_env
 
 NEEDED = ('launch_ros', 'ros2launch', 'ros2cli', 'ros2lifecycle', 'ros2param',
           'composition_interfaces')

@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import rclpy
 from lifecycle_msgs.msg import Transition
@@ -18,10 +17,9 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from support.procs import ROOT, pythonpath_env, ros_node_cmd, wait_for
+from support.procs import ROOT, python_cmd, pythonpath_env, ros_node_cmd, wait_for
 
 TEST_DIR = ROOT / 'test'
-NODES_DIR = TEST_DIR / 'support' / 'ros_nodes'
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 BEST_EFFORT = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 TRANSITIONS = {name: getattr(Transition, f'TRANSITION_{name.upper()}') for name in
@@ -43,9 +41,9 @@ def depth_node_cmd(ns: str, params: dict, name: str = 'depth_node') -> list[str]
     return ros_node_cmd('tt_depth_ros.ros.depth', ns, params, name)
 
 
-def node_script(name: str) -> Path:
-    """Path of a helper process script in test/support/ros_nodes/."""
-    return NODES_DIR / name
+def helper_cmd(name: str, *args) -> list[str]:
+    """`python -m support.ros_nodes.<name> ARGS`: a helper process (run it with child_env())."""
+    return python_cmd(f'support.ros_nodes.{name}', *map(str, args))
 
 
 class RosProbe:

@@ -6,7 +6,6 @@ factory/select/ttnn engine with backend='ttnn') -> this process checks the publi
 the torch-cpu DepthPredictor on the same frame (bf16-level agreement: PCC).
 """
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from sensor_msgs.msg import Image
 
 from support.da3_fixtures import DATA, tiny_state_dict, write_safetensors
 from support.procs import spawn, wait_for
-from support.rosutil import RosProbe, child_env, depth_node_cmd, node_script
+from support.rosutil import RosProbe, child_env, depth_node_cmd, helper_cmd
 
 # What this adds over the torch node tests is the engine (ROS-free); Kilted runs those.
 pytestmark = [pytest.mark.ros, pytest.mark.one_distro]
@@ -38,7 +37,7 @@ def test_depth_node_with_ttnn_backend_on_standin(tmp_path):
     env = child_env()   # the repository root on PYTHONPATH: the devtools.ttnn.standin plugin
     env['TT_DEPTH_ROS_TTNN_CACHE'] = str(tmp_path / 'ttnn_cache')
     calib = json.dumps({'width': 640, 'height': 480, 'k': K_IMG})
-    camera = [sys.executable, str(node_script('camera_sim.py')), NS, png, calib, '4']
+    camera = helper_cmd('camera_sim', NS, png, calib, 4)
     probe = RosProbe('ttnn_e2e_probe')
     try:
         probe.subscribe(Image, f'{NS}/depth')
@@ -53,7 +52,7 @@ def test_depth_node_with_ttnn_backend_on_standin(tmp_path):
         probe.close()
     assert 'ttnn' in log and 'dispatch' in log, log       # engine + device-open log lines
     rgb = cv2.cvtColor(cv2.imread(png, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
-    with DepthPredictor.from_pretrained('da3metric-tiny', weights=str(weights),
+    with DepthPredictor.from_pretrained('da3metric-tiny', dtype='float32', weights=str(weights),
                                         backend='torch-cpu') as predictor:
         expected = predictor(rgb, K=np.reshape(K_IMG, (3, 3))).depth
     depth = image_msg_to_depth(msgs[-1])

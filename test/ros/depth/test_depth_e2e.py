@@ -6,13 +6,12 @@ autostart) -> checker (shapes, headers, encodings, CameraInfo scaled to the imag
 layout, and depth equal to `DepthPredictor` on the same frame with the same weights).
 """
 import json
-import sys
 
 import pytest
 
 from support.da3_fixtures import DATA, tiny_state_dict, write_safetensors
 from support.procs import spawn, wait_for
-from support.rosutil import child_env, depth_node_cmd, node_script
+from support.rosutil import child_env, depth_node_cmd, helper_cmd
 
 pytestmark = pytest.mark.ros
 NS = '/e2e'
@@ -30,9 +29,8 @@ def test_camera_to_node_to_checker(tmp_path):
               'torch_dtype': 'float32', 'expected_width': 640, 'expected_height': 480,
               'input_reliability': 'reliable'}
     calib = json.dumps({'width': 1280, 'height': 960, 'k': K_CAL})
-    checker = [sys.executable, str(node_script('depth_checker.py')), NS, png, str(weights),
-               json.dumps(K_IMG), '2', str(result)]
-    camera = [sys.executable, str(node_script('camera_sim.py')), NS, png, calib, '4']
+    checker = helper_cmd('depth_checker', NS, png, weights, json.dumps(K_IMG), 2, result)
+    camera = helper_cmd('camera_sim', NS, png, calib, 4)
     with spawn(depth_node_cmd(NS, params), env=child_env(), name='e2e-node') as node, \
             spawn(checker, env=child_env(), name='e2e-checker') as chk, \
             spawn(camera, env=child_env(), name='e2e-camera') as cam:

@@ -6,12 +6,11 @@ environment they ran with: the loopback settings of this test process must be in
 """
 import json
 import os
-import sys
 
 import pytest
 
 from support.procs import spawn, wait_for
-from support.rosutil import child_env, node_script
+from support.rosutil import child_env, helper_cmd
 from tt_depth_ros.ros.runtime.process.loopback import loopback_profile_path
 
 pytestmark = pytest.mark.ros
@@ -36,10 +35,8 @@ def test_loopback_settings_in_this_process():
 def test_images_cross_processes_intact(reliability, tmp_path):
     topic = f'/smoke_{reliability}'
     res_path, env_path = tmp_path / 'sub.json', tmp_path / 'pub_env.json'
-    sub_cmd = [sys.executable, str(node_script('image_sub.py')), topic, reliability, str(COUNT),
-               str(res_path)]
-    pub_cmd = [sys.executable, str(node_script('image_pub.py')), topic, reliability, str(COUNT),
-               str(env_path)]
+    sub_cmd = helper_cmd('image_sub', topic, reliability, COUNT, res_path)
+    pub_cmd = helper_cmd('image_pub', topic, reliability, COUNT, env_path)
     with spawn(sub_cmd, env=child_env(), name='smoke-sub') as sub, \
             spawn(pub_cmd, env=child_env(), name='smoke-pub') as pub:
         wait_for(res_path.exists, 60, what=f'subscriber result\n{sub.log_text()}\n{pub.log_text()}')

@@ -1,16 +1,14 @@
 """Camera simulator process: publishes one PNG as bgr8 Image + CameraInfo at a fixed rate.
 
-Usage: camera_sim.py <namespace> <png> <calib_json> <rate_hz>
+Usage: python -m support.ros_nodes.camera_sim <namespace> <png> <calib_json> <rate_hz>
 calib_json: {"width", "height", "k": [9]} — the calibration resolution may differ from the image
 (the node must scale it). Stamps: sec = frame index + 1, frame_id 'sim_camera_optical_frame'.
 """
 import json
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
 
 apply_loopback_env()
 import cv2  # noqa: E402

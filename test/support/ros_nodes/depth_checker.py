@@ -1,6 +1,7 @@
 """Checker process: verifies the depth node's outputs against the Python API on the same frame.
 
-Usage: depth_checker.py <namespace> <png> <weights> <K_image_json> <frames> <result_json>
+Usage: python -m support.ros_nodes.depth_checker <namespace> <png> <weights> <K_image_json>
+    <frames> <result_json>
 Collects `frames` stamps that have depth, depth/camera_info and points; checks encodings, sizes,
 headers, CameraInfo, the organized cloud layout and that depth equals
 `DepthPredictor.from_pretrained('da3metric-tiny', weights, backend='torch-cpu')(rgb, K)`; writes a
@@ -11,9 +12,7 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(__file__)
-sys.path.insert(0, os.path.join(HERE, '..', '..', '..'))
-from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
 
 apply_loopback_env()
 import cv2  # noqa: E402
@@ -68,7 +67,7 @@ def main() -> None:
     K = np.array(json.loads(sys.argv[4]), dtype=np.float64).reshape(3, 3)
     frames, out_path = int(sys.argv[5]), sys.argv[6]
     rgb = cv2.cvtColor(cv2.imread(png, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
-    with DepthPredictor.from_pretrained('da3metric-tiny', weights=weights,
+    with DepthPredictor.from_pretrained('da3metric-tiny', dtype='float32', weights=weights,
                                         backend='torch-cpu') as predictor:
         expected = predictor(rgb, K=K).depth
     rclpy.init()

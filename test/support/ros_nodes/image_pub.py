@@ -1,6 +1,6 @@
 """Smoke publisher process: N 640x480 rgb8 Images whose content encodes their index.
 
-Usage: image_pub.py <topic> <best_effort|reliable> <count> <env_json_out>
+Usage: python -m support.ros_nodes.image_pub <topic> <best_effort|reliable> <count> <env_json_out>
 Writes its ROS environment to env_json_out, waits for a subscriber, publishes at 20 Hz.
 """
 import json
@@ -8,8 +8,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
 
 apply_loopback_env()
 import numpy as np  # noqa: E402

@@ -1,6 +1,7 @@
 """Smoke subscriber process: receives Images, checks each against image_pub.frame(i).
 
-Usage: image_sub.py <topic> <best_effort|reliable> <expected_count> <result_json_out>
+Usage: python -m support.ros_nodes.image_sub <topic> <best_effort|reliable> <expected_count>
+    <result_json_out>
 Writes {'received', 'intact', 'env'} when it has `expected_count` frames or after 30 s.
 """
 import json
@@ -8,16 +9,15 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-sys.path.insert(0, os.path.dirname(__file__))
-from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
 
 apply_loopback_env()
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-from image_pub import ENV_KEYS, frame  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
+
+from support.ros_nodes.image_pub import ENV_KEYS, frame  # noqa: E402
 
 
 def main() -> None:
