@@ -16,7 +16,7 @@ from tt_depth_ros.api import DepthPredictor, DepthResult
 
 @pytest.fixture(scope='module')
 def predictor():
-    p = DepthPredictor.from_pretrained('da3metric-tiny', backend='torch-cpu',
+    p = DepthPredictor.from_pretrained('da3metric-tiny', dtype='float32', backend='torch-cpu',
                                        state_dict=tiny_state_dict(), output='network')
     yield p
     p.close()
@@ -135,7 +135,8 @@ def test_savers(predictor, tmp_path):
 
 def test_mono_is_relative():
     from tt_depth_ros.engines.factory import build_engine
-    eng = build_engine('da3metric-tiny', backend='torch-cpu', state_dict=tiny_state_dict())
+    eng = build_engine('da3metric-tiny', dtype='float32', backend='torch-cpu',
+                       state_dict=tiny_state_dict())
     p = DepthPredictor(eng, is_metric=False, output='network', sky_mode='keep')
     r = p(_camera_image(640, 480), fx=500.0, fy=500.0)
     assert not r.is_metric
@@ -177,7 +178,7 @@ def test_bad_input_types_and_options(predictor, tmp_path):
     with pytest.raises(ValueError, match='multiples of 14'):
         DepthPredictor(predictor.engine, fixed_size=(100, 100))
     with pytest.raises(ValueError, match='model='):
-        DepthPredictor.from_pretrained('dust3r-vitl-512-dpt')
+        DepthPredictor.from_pretrained('dust3r-vitl-512-dpt', dtype='float32')
 
 
 def test_fixed_size(predictor):
@@ -200,7 +201,7 @@ def test_anyview_model_gives_relative_depth_conf_and_intrinsics(tmp_path):
     g = anyview_golden('tiny_1v_280x504.npz')
     img = anyview_png('scene0_280x504_view0.png')
     big = cv2.resize(img, (1008, 560), interpolation=cv2.INTER_CUBIC)
-    with DepthPredictor.from_pretrained('da3-anyview-tiny', backend='torch-cpu',
+    with DepthPredictor.from_pretrained('da3-anyview-tiny', dtype='float32', backend='torch-cpu',
                                         state_dict=anyview_state_dict()) as p:
         r = p(img)
         rb = p(big)

@@ -176,7 +176,7 @@ def test_bad_inputs():
 
 def test_real_tiny_engine_through_the_api_matches_upstream():
     """384x512 views are already network-sized (Pillow keeps them), so the API must be exact."""
-    with Dust3rPredictor.from_pretrained('dust3r-tiny', backend='torch-cpu',
+    with Dust3rPredictor.from_pretrained('dust3r-tiny', dtype='float32', backend='torch-cpu',
                                          state_dict=tiny_state_dict()) as pred:
         r = pred(*pair_u8('384x512'), pose=True)
     out = {'pts3d_1': r.pts3d_1, 'pts3d_2': r.pts3d_2, 'conf_1': r.conf_1, 'conf_2': r.conf_2}

@@ -24,7 +24,7 @@ API_PNGS = [ANYVIEW / f'api_small_3v_1280x720_img{i}.png' for i in range(3)]
 
 @pytest.fixture(scope='module')
 def small():
-    p = MultiViewPredictor.from_pretrained('da3-small', backend='torch-cpu',
+    p = MultiViewPredictor.from_pretrained('da3-small', dtype='float32', backend='torch-cpu',
                                            state_dict=anyview_state_dict('da3-small'))
     yield p
     p.close()
@@ -93,7 +93,7 @@ def test_fused_cloud_and_savers(api_case, tmp_path):
 
 @pytest.fixture(scope='module')
 def tiny():
-    p = MultiViewPredictor.from_pretrained('da3-anyview-tiny', backend='torch-cpu',
+    p = MultiViewPredictor.from_pretrained('da3-anyview-tiny', dtype='float32', backend='torch-cpu',
                                            state_dict=anyview_state_dict())
     yield p
     p.close()
@@ -122,7 +122,7 @@ def test_bad_input(tiny):
     with pytest.raises(ValueError, match=r'K must be 3x3 or \(2, 3, 3\)'):
         tiny([img, img], K=np.eye(3)[None].repeat(3, 0))
     with pytest.raises(ValueError, match='MultiViewPredictor model'):
-        MultiViewPredictor.from_pretrained('da3metric-large')
+        MultiViewPredictor.from_pretrained('da3metric-large', dtype='float32')
     with pytest.raises(ValueError, match='torch-cpu'):
         MultiViewPredictor.from_pretrained('da3-small', backend='ttnn')
 

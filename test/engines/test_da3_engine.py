@@ -10,7 +10,8 @@ from tt_depth_ros.engines.select import BackendUnavailableError, select_backend
 
 @pytest.fixture(scope='module')
 def engine():
-    eng = build_engine('da3metric-tiny', backend='torch-cpu', state_dict=tiny_state_dict())
+    eng = build_engine('da3metric-tiny', dtype='float32', backend='torch-cpu',
+                       state_dict=tiny_state_dict())
     yield eng
     eng.close()
 
@@ -102,7 +103,7 @@ def test_float16_on_cpu_rejected():
 
 def test_unknown_model_and_backend():
     with pytest.raises(ValueError, match='unknown model'):
-        build_engine('da3-giant', backend='torch-cpu')
+        build_engine('da3-giant', dtype='float32', backend='torch-cpu')
     with pytest.raises(ValueError, match='backend='):
         select_backend('tpu')
 
@@ -110,7 +111,8 @@ def test_unknown_model_and_backend():
 @pytest.mark.skipif(torch.cuda.is_available(), reason='a CUDA device is present')
 def test_requested_cuda_unavailable_is_an_error():
     with pytest.raises(BackendUnavailableError, match="'torch-cuda' is unavailable"):
-        build_engine('da3metric-tiny', backend='torch-cuda', state_dict=tiny_state_dict())
+        build_engine('da3metric-tiny', dtype='float32', backend='torch-cuda',
+                     state_dict=tiny_state_dict())
 
 
 def test_requested_ttnn_unavailable_is_an_error(monkeypatch):
@@ -160,7 +162,8 @@ def test_anyview_engine_matches_golden_from_uint8():
         assert_anyview_close,
     )
     g = anyview_golden('tiny_1v_378x504.npz')
-    eng = build_engine('da3-anyview-tiny', backend='auto', state_dict=anyview_state_dict())
+    eng = build_engine('da3-anyview-tiny', dtype='float32', backend='auto',
+                       state_dict=anyview_state_dict())
     out = eng.infer(anyview_png('scene0_378x504_view0.png'))
     assert set(out) == {'depth', 'conf', 'intrinsics', 'extrinsics'}
     assert eng.info.details['kind'] == 'anyview' and eng.info.details['is_metric'] is False
@@ -181,7 +184,8 @@ def test_two_view_anyview_engine_returns_the_ray_head_as_upstream():
         assert_anyview_close,
     )
     g = anyview_golden('tiny_2v_280x504.npz')
-    with build_engine('da3-anyview-tiny', backend='torch-cpu', state_dict=anyview_state_dict(),
+    with build_engine('da3-anyview-tiny', dtype='float32', backend='torch-cpu',
+                      state_dict=anyview_state_dict(),
                       num_views=2) as eng:
         out = eng.infer(anyview_png('scene0_280x504_view0.png'),
                         anyview_png('scene0_280x504_view1.png'))
@@ -216,4 +220,4 @@ def test_anyview_weights_are_safetensors_only(tmp_path):
     pth = tmp_path / 'model.pth'
     torch.save({'w': torch.zeros(1)}, pth)
     with pytest.raises(ValueError, match='safetensors only'):
-        build_engine('da3-anyview-tiny', backend='torch-cpu', weights=str(pth))
+        build_engine('da3-anyview-tiny', dtype='float32', backend='torch-cpu', weights=str(pth))

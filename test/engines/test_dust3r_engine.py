@@ -16,7 +16,8 @@ from tt_depth_ros.models.dust3r.checkpoint import CheckpointError, map_state_dic
 
 @pytest.fixture(scope='module')
 def engine():
-    eng = build_engine('dust3r-tiny', backend='torch-cpu', state_dict=tiny_state_dict())
+    eng = build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu',
+                       state_dict=tiny_state_dict())
     yield eng
     eng.close()
 
@@ -74,7 +75,7 @@ def test_bfloat16_backbone_keeps_fp32_heads(engine):
 
 
 def _outputs(state):
-    eng = build_engine('dust3r-tiny', backend='torch-cpu', state_dict=state)
+    eng = build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu', state_dict=state)
     out = eng.infer(*pair_u8('80x112'))
     eng.close()
     return out
@@ -108,27 +109,27 @@ def test_strict_loading_lists_missing_and_unexpected_keys():
     del sd['dec_blocks2.3.cross_attn.projk.weight']
     sd['dec_blocks.0.attn.rope.freqs'] = np.zeros(3, np.float32)
     with pytest.raises(CheckpointError) as e:
-        build_engine('dust3r-tiny', backend='torch-cpu', state_dict=sd)
+        build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu', state_dict=sd)
     assert 'dec_blocks2.3.cross_attn.projk.weight' in str(e.value)
     assert 'dec_blocks.0.attn.rope.freqs' in str(e.value) and '1 missing' in str(e.value)
     sd = dict(tiny_state_dict())
     sd['enc_norm.weight'] = np.ones(65, np.float32)
     with pytest.raises(CheckpointError, match='enc_norm.weight: checkpoint'):
-        build_engine('dust3r-tiny', backend='torch-cpu', state_dict=sd)
+        build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu', state_dict=sd)
 
 
 def test_checkpoint_files(tmp_path):
     sd = tiny_state_dict()
     good = tmp_path / 'tiny.safetensors'
     save_file(dict(sd), str(good))
-    eng = build_engine('dust3r-tiny', backend='torch-cpu', weights=str(good))
+    eng = build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu', weights=str(good))
     assert_gates(batched(eng.infer(*pair_u8('80x112'))), fixture('tiny_80x112'), raw=False)
     eng.close()
     # a truncated download
     bad = tmp_path / 'truncated.safetensors'
     bad.write_bytes(good.read_bytes()[:100_000])
     with pytest.raises(CheckpointError, match='corrupt'):
-        build_engine('dust3r-tiny', backend='torch-cpu', weights=str(bad))
+        build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu', weights=str(bad))
     # upstream-style training .pth: {'args': Namespace, 'model': state_dict}
     pth = tmp_path / 'tiny.pth'
     torch.save({'args': argparse.Namespace(model='x'),
@@ -151,10 +152,10 @@ class _Arbitrary:
 
 def test_unknown_model_and_no_weights():
     with pytest.raises(ValueError, match='unknown model'):
-        build_engine('dust3r-huge', backend='torch-cpu')
+        build_engine('dust3r-huge', dtype='float32', backend='torch-cpu')
     from tt_depth_ros.engines.weights import WeightsUnavailableError
     with pytest.raises(WeightsUnavailableError, match='test configuration'):
-        build_engine('dust3r-tiny', backend='torch-cpu')
+        build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu')
 
 
 def test_full_model_weights_resolution_is_pinned_and_explicit(monkeypatch, tmp_path):
@@ -164,6 +165,6 @@ def test_full_model_weights_resolution_is_pinned_and_explicit(monkeypatch, tmp_p
     from tt_depth_ros.engines.weights import WeightsUnavailableError
     HF_REVISION = model('dust3r-vitl-512-dpt').weights.revision
     with pytest.raises(WeightsUnavailableError) as e:
-        build_engine('dust3r-vitl-512-dpt', backend='torch-cpu')
+        build_engine('dust3r-vitl-512-dpt', dtype='float32', backend='torch-cpu')
     assert 'naver/DUSt3R_ViTLarge_BaseDecoder_512_dpt' in str(e.value)
     assert HF_REVISION in str(e.value)

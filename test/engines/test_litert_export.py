@@ -70,7 +70,7 @@ def test_file_sidecar_and_static_gpu_check(files):
 
 def test_interpreter_matches_torch_on_the_golden_image(files):
     _, _, fp32, fp16, _ = files
-    ref = build_engine(MODEL, backend='torch-cpu', state_dict=anyview_state_dict())
+    ref = build_engine(MODEL, dtype='float32', backend='torch-cpu', state_dict=anyview_state_dict())
     img = anyview_png('scene0_280x504_view0.png')
     want = ref.infer(img)
     ref.close()

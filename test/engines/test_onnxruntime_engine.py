@@ -45,7 +45,8 @@ def metric(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def torch_metric():
-    eng = build_engine('da3metric-tiny', backend='torch-cpu', state_dict=tiny_state_dict())
+    eng = build_engine('da3metric-tiny', dtype='float32', backend='torch-cpu',
+                       state_dict=tiny_state_dict())
     yield eng
     eng.close()
 
@@ -112,7 +113,7 @@ def test_anyview_export_matches_torch(tmp_path):
     side = export_da3_onnx('da3-anyview-tiny', SIZE, out, state_dict=state)
     assert side['parity']['passed'] and side['weights']['file'] is None
     ort = build_engine('da3-anyview-tiny', backend='onnxruntime', weights=str(out))
-    ref = build_engine('da3-anyview-tiny', backend='torch-cpu', state_dict=state)
+    ref = build_engine('da3-anyview-tiny', dtype='float32', backend='torch-cpu', state_dict=state)
     img = anyview_png('scene0_280x504_view0.png')
     a, b = ort.infer(img), ref.infer(img)
     assert set(a) == set(b) == {'depth', 'conf', 'intrinsics', 'extrinsics'}
@@ -278,7 +279,7 @@ def test_nested_file_is_the_two_branches_and_the_engine_aligns_like_torch(tmp_pa
     assert set(data['parity']['outputs']) == {'depth', 'conf', 'sky', 'intrinsics', 'extrinsics',
                                               'scale_factor'}
     ort = build_engine(name, backend='onnxruntime', weights=str(out))
-    ref = build_engine(name, backend='torch-cpu', state_dict=sd, config=config,
+    ref = build_engine(name, dtype='float32', backend='torch-cpu', state_dict=sd, config=config,
                        accept_license=True)
     rgb = load_png_rgb('tiny_280x504.png')
     a, b = ort.infer(rgb), ref.infer(rgb)

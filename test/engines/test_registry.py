@@ -71,5 +71,6 @@ def test_engines_report_the_registry_kind():
     from support.da3_fixtures import tiny_state_dict
     from tt_depth_ros.engines.factory import build_engine
 
-    with build_engine('da3metric-tiny', backend='torch-cpu', state_dict=tiny_state_dict()) as e:
+    with build_engine('da3metric-tiny', dtype='float32', backend='torch-cpu',
+                      state_dict=tiny_state_dict()) as e:
         assert e.info.details['kind'] == 'metric' and e.info.details['is_metric'] is True

@@ -70,7 +70,8 @@ def test_int8_kernel_is_per_channel_and_close():
 @pytest.fixture(scope='module')
 def tiny_ref():
     rgb = load_png_rgb('tiny_280x504.png')
-    with build_engine('da3metric-tiny', backend='torch-cpu', state_dict=tiny_state_dict()) as e:
+    with build_engine('da3metric-tiny', dtype='float32', backend='torch-cpu',
+                      state_dict=tiny_state_dict()) as e:
         return rgb, e.infer(rgb)['depth']
 
 
@@ -119,7 +120,7 @@ def test_da3_tiny_presets_switch_the_one_model(tiny_ref, preset):
 def test_dust3r_tiny_int8_and_bf16_matmul():
     u1, u2 = pair_u8('80x112')
     sd = dust3r_tiny_state_dict()
-    with build_engine('dust3r-tiny', backend='torch-cpu', state_dict=sd) as eng:
+    with build_engine('dust3r-tiny', dtype='float32', backend='torch-cpu', state_dict=sd) as eng:
         ref = eng.infer(u1, u2)['pts3d_2']
         for preset, precision in (('int8', 'int8'), ('bf16-matmul', 'bfloat16')):
             eng.model.set_precision(precision)

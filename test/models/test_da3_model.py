@@ -116,7 +116,8 @@ def large_engine(tmp_path_factory):
 
     path = write_safetensors(rule_v1_state_dict(large_key_shapes()),
                              tmp_path_factory.mktemp('da3_large') / 'model.safetensors')
-    engine = build_engine('da3metric-large', weights=str(path), backend='torch-cpu')
+    engine = build_engine('da3metric-large', dtype='float32', weights=str(path),
+                          backend='torch-cpu')
     path.unlink()                               # 1.3 GB; the engine holds the weights
     yield engine
     engine.close()

@@ -109,7 +109,8 @@ def full_engine(tmp_path_factory):
     path = tmp_path_factory.mktemp('dust3r_full') / 'model.safetensors'
     save_file(state, str(path))
     del state
-    eng = build_engine('dust3r-vitl-512-dpt', backend='torch-cpu', weights=str(path))
+    eng = build_engine('dust3r-vitl-512-dpt', dtype='float32', backend='torch-cpu',
+                       weights=str(path))
     path.unlink()
     yield eng
     eng.close()

@@ -32,7 +32,7 @@ TORCH_BUILDERS = {'da3': 'tt_depth_ros.engines.torch.da3',
 
 
 def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'auto',
-                 device_id: int = 0, dtype: Any = None, revision: Optional[str] = None,
+                 device_id: int = 0, dtype: Any = 'auto', revision: Optional[str] = None,
                  config: Any = None, state_dict: Optional[Mapping[str, Any]] = None,
                  logger: Optional[Any] = None, cuda_graphs: Optional[bool] = None,
                  accept_license: Optional[bool] = None,
@@ -52,10 +52,12 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         backend: 'auto', 'ttnn', 'torch-cuda', 'torch-cpu' or 'onnxruntime' (engines/select.py;
             onnxruntime: `weights` is an exported .onnx file).
         device_id: Accelerator index.
-        dtype: torch backends: a precision preset of engines/torch/presets.py (None = 'float32',
-            'bfloat16', 'float16' (CUDA), 'bf16-matmul', 'cpu-fast', 'int8' (CPU), 'auto');
-            ttnn: its own preset names (engines/ttnn/precision.py), and 'auto' = the model's
-            default, unless `ttnn_dtype` is given; onnxruntime: ignored.
+        dtype: The precision preset; 'auto' (the default of every entry point: API, CLI,
+            nodes, batch) = cpu-fast on CPUs with native bf16, else float32, on torch; the
+            model's default on ttnn. torch backends: a name of engines/torch/presets.py
+            ('float32' exact, 'bfloat16', 'float16' (CUDA), 'bf16-matmul', 'cpu-fast', 'int8'
+            (CPU)); ttnn: its own names (engines/ttnn/precision.py), unless `ttnn_dtype` is
+            given; onnxruntime: ignored.
         revision: Hub revision for weight resolution.
         config: Model config override (tests).
         state_dict: Checkpoint tensors keyed by upstream names; skips weight resolution.

@@ -500,7 +500,7 @@ class DepthPredictor(EngineOwner):
     @classmethod
     def from_pretrained(cls, model: str = 'da3metric-large', weights: Optional[str] = None,
                         revision: Optional[str] = None, backend: str = 'auto',
-                        device_id: int = 0, dtype: Any = None,
+                        device_id: int = 0, dtype: Any = 'auto',
                         state_dict: Optional[Mapping[str, Any]] = None,
                         logger: Optional[Any] = None, accept_license: Optional[bool] = None,
                         onnx_provider: Optional[str] = None,
@@ -517,8 +517,8 @@ class DepthPredictor(EngineOwner):
             backend: 'auto', 'ttnn', 'torch-cuda', 'torch-cpu' or 'onnxruntime' (`weights`: a
                 file from `tt-depth export`).
             device_id: Accelerator index.
-            dtype: None/'float32' (default) or a torch precision preset ('bfloat16', 'float16'
-                (CUDA), 'bf16-matmul', 'cpu-fast', 'int8' (CPU), 'auto'; engines/torch/presets.py).
+            dtype: Precision preset, 'auto' by default as everywhere (engines/factory.py
+                `build_engine`); 'float32' is exact.
             state_dict: Checkpoint tensors (upstream key names) instead of a file.
             logger: Anything with `.info`/`.warning`.
             accept_license: Opt-in for CC-BY-NC-4.0 models (else TT_DEPTH_ACCEPT_NC_LICENSE).

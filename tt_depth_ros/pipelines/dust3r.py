@@ -211,7 +211,7 @@ class Dust3rPredictor(EngineOwner):
     @classmethod
     def from_pretrained(cls, model: str = 'dust3r-vitl-512-dpt', weights: Optional[str] = None,
                         revision: Optional[str] = None, backend: str = 'auto',
-                        device_id: int = 0, dtype: Any = None,
+                        device_id: int = 0, dtype: Any = 'auto',
                         state_dict: Optional[Mapping[str, Any]] = None,
                         logger: Optional[Any] = None, **options: Any) -> 'Dust3rPredictor':
         """Build engine and predictor.
@@ -222,8 +222,8 @@ class Dust3rPredictor(EngineOwner):
             revision: hub revision.
             backend: 'auto', 'ttnn', 'torch-cuda' or 'torch-cpu'.
             device_id: accelerator index.
-            dtype: None/'float32' (default) or a torch precision preset ('bfloat16', 'float16'
-                (CUDA), 'bf16-matmul', 'cpu-fast', 'int8' (CPU), 'auto'; engines/torch/presets.py).
+            dtype: Precision preset, 'auto' by default as everywhere (engines/factory.py
+                `build_engine`); 'float32' is exact.
             state_dict: checkpoint tensors (upstream key names) instead of a file.
             logger: anything with `.info`/`.warning`.
             **options: Dust3rPredictor options (mode, size, pad_value, conf_threshold, ...).

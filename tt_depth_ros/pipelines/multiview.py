@@ -231,7 +231,7 @@ class MultiViewPredictor(EngineOwner):
     @classmethod
     def from_pretrained(cls, model: str = 'da3-small', weights: Optional[str] = None,
                         revision: Optional[str] = None, backend: str = 'auto',
-                        device_id: int = 0, dtype: Any = None,
+                        device_id: int = 0, dtype: Any = 'auto',
                         state_dict: Optional[Mapping[str, Any]] = None,
                         accept_license: Optional[bool] = None,
                         process_res: int = 504) -> 'MultiViewPredictor':
@@ -244,7 +244,8 @@ class MultiViewPredictor(EngineOwner):
             revision: Hub revision.
             backend: 'auto', 'torch-cpu' or 'torch-cuda' (these models have no ttnn engine).
             device_id: CUDA device index.
-            dtype: None / 'float32' or a torch precision preset (engines/torch/presets.py).
+            dtype: Precision preset, 'auto' by default as everywhere (engines/factory.py
+                `build_engine`); 'float32' is exact.
             state_dict: Checkpoint tensors (upstream key names) instead of a file.
             accept_license: Opt-in for CC-BY-NC-4.0 models (else TT_DEPTH_ACCEPT_NC_LICENSE).
             process_res: Long-side target of the upstream resize.

@@ -82,9 +82,10 @@ def test_tiny_anyview_depth_and_pair_nodes(tmp_path):
             net = network_size(W, H, RES)
             n1, n2 = (resize_to_network(r, net, RES) for r in (rgb1, rgb2))
             sd = anyview_state_dict()
-            with build_engine(MODEL, state_dict=sd, backend='torch-cpu') as eng:
+            with build_engine(MODEL, dtype='float32', state_dict=sd, backend='torch-cpu') as eng:
                 one = eng.infer(n1)
-            with build_engine(MODEL, state_dict=sd, backend='torch-cpu', num_views=2) as eng:
+            with build_engine(MODEL, dtype='float32', state_dict=sd, backend='torch-cpu',
+                              num_views=2) as eng:
                 two = eng.infer(n1, n2)
             for pub in [img] + cams:
                 probe.wait_matched(pub, timeout=90)

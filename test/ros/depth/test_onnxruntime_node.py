@@ -54,7 +54,8 @@ def test_depth_node_runs_an_exported_file(tmp_path):
     finally:
         probe.close()
     depth = image_msg_to_depth(got[0])
-    with DepthPredictor.from_pretrained('da3metric-tiny', state_dict=tiny_state_dict(),
+    with DepthPredictor.from_pretrained('da3metric-tiny', dtype='float32',
+                                        state_dict=tiny_state_dict(),
                                         backend='torch-cpu') as predictor:
         expected = predictor(rgb, K).depth
     fin = np.isfinite(expected)

@@ -23,7 +23,8 @@ W, H, RES = 160, 120, 112
 
 @pytest.fixture(scope='module')
 def engine():
-    with build_engine('da3-anyview-tiny', state_dict=anyview_state_dict(), backend='torch-cpu',
+    with build_engine('da3-anyview-tiny', dtype='float32', state_dict=anyview_state_dict(),
+                      backend='torch-cpu',
                       num_views=2) as eng:
         yield eng
 

@@ -17,7 +17,8 @@ def tiny_dies_once(weights_path: str, marker: str, after_frames: int = 3, cancel
     """The tiny torch-cpu engine, wrapped to die once after `after_frames` inferences."""
     from tt_depth_ros.engines.factory import build_engine
 
-    engine = build_engine('da3metric-tiny', weights=weights_path, backend='torch-cpu',
+    engine = build_engine('da3metric-tiny', dtype='float32', weights=weights_path,
+                          backend='torch-cpu',
                           cancel=cancel)
     infer, calls = engine.infer, [0]
 

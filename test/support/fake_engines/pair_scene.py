@@ -214,7 +214,7 @@ def tiny_dust3r_engine(backend: str = 'torch-cpu'):
     keys = json.loads((DATA / 'tiny_config.json').read_text())['state_dict_keys']
     sd = rule_v1_state_dict({k: tuple(s) for k, s in keys})
     sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()}
-    return build_engine('dust3r-tiny', state_dict=sd, backend=backend)
+    return build_engine('dust3r-tiny', state_dict=sd, backend=backend, dtype='float32')
 
 
 __all__ = ['SceneDust3rEngine', 'tiny_dust3r_engine', 'render_view', 'pose_of', 'camera_pose',

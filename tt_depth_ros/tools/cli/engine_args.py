@@ -20,7 +20,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...
     parser.add_argument('--offline', action='store_true', help='never download (HF_HUB_OFFLINE)')
     parser.add_argument('--backend', default='auto', choices=REQUESTS)
     parser.add_argument('--device-id', type=int, default=0)
-    parser.add_argument('--dtype', choices=DTYPES,
+    parser.add_argument('--dtype', choices=DTYPES, default='auto',
                         help=dtype_help + '; torch precision presets: README "CPU presets"; '
                         'ttnn: README "ttnn precision presets" (auto = the model\'s default, '
                         'fast = the speed design); a name the chosen backend lacks is an error')

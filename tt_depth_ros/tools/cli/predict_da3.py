@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_engine_arguments(parser, MODELS, 'da3metric-large',
                          model_help=f'metres: {metres}; relative: {relative} (the any-view ones '
                                     'also estimate the camera)',
-                         dtype_help='activation dtype (default float32)')
+                         dtype_help='precision preset (default auto, as the nodes)')
     parser.add_argument('--onnx-provider', default=None,
                         help='--backend onnxruntime (--weights: a file from `tt-depth export`): '
                              'the execution provider (default CPUExecutionProvider)')

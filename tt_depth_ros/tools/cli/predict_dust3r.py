@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('image1', help='view 1 (the reference camera)')
     parser.add_argument('image2', help='view 2')
     add_engine_arguments(parser, MODELS, 'dust3r-vitl-512-dpt',
-                         dtype_help='activation dtype (default float32; heads stay float32)')
+                         dtype_help='precision preset (default auto, as the nodes; heads '
+                         'stay float32)')
     cam = parser.add_argument_group('intrinsics (pixels of the given images); without K2 the '
                                     'focal is estimated from the pointmap')
     cam.add_argument('--intrinsics', metavar='FX,FY,CX,CY', help='both images (one camera)')
