@@ -1,5 +1,8 @@
-"""config/pair.yaml and launch/pair.launch.py agree with the parameters the pair node declares."""
-import ast
+"""config/pair.yaml agrees with the parameters the pair node declares.
+
+launch/pair.launch.py runs in test/launch/test_pair_launch.py (`ros2 launch`, stereo and
+temporal: the remapped camera topics the node subscribes, every argument reaching the node).
+"""
 from pathlib import Path
 
 import yaml
@@ -21,35 +24,3 @@ def test_pair_yaml_keys_are_declared_with_matching_types_and_defaults():
         assert type(value) is type(default), (key, value, default)
         assert spec.check(value) is None
         assert value == default, f'{key}: yaml {value!r} != node default {default!r}'
-
-
-def _subscribed_topics() -> set[str]:
-    """First (topic) arguments of every subscribe call in the pair package's sources."""
-    calls = ('subscribe_image', 'subscribe_camera_info', 'create_subscription')
-    topics = set()
-    for path in sorted((ROOT / 'tt_depth_ros' / 'ros' / 'pair').glob('*.py')):
-        for n in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                    and n.func.attr in calls:
-                args = [a for a in n.args if isinstance(a, ast.Constant)
-                        and isinstance(a.value, str)]
-                topics.update(a.value for a in args[:1])
-    return topics
-
-
-def test_launch_file_remaps_only_topics_the_node_subscribes():
-    src = (ROOT / 'launch' / 'pair.launch.py').read_text()
-    node_src = '\n'.join(p.read_text()
-                         for p in sorted((ROOT / 'tt_depth_ros' / 'ros' / 'pair').glob('*.py')))
-    tree = ast.parse(src)
-    remapped = {n.elts[0].value for n in ast.walk(tree) if isinstance(n, ast.Tuple)
-                and len(n.elts) == 2 and isinstance(n.elts[0], ast.Constant)
-                and isinstance(n.elts[0].value, str) and ('image' in n.elts[0].value
-                                                         or 'camera_info' in n.elts[0].value)}
-    assert remapped == {'camera1/image', 'camera1/camera_info', 'camera2/image',
-                        'camera2/camera_info', 'image', 'camera_info'}
-    subscribed = _subscribed_topics()
-    for topic in remapped:
-        assert f"'{topic}'" in node_src
-        assert topic in subscribed, f'{topic!r} is remapped but the pair node never subscribes it'
-
