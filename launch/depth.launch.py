@@ -51,7 +51,7 @@ def _node(context):
 
 
 def generate_launch_description() -> LaunchDescription:
-    """One depth LifecycleNode; the arguments are listed in the README (Launch arguments)."""
+    """One depth LifecycleNode; arguments: docs/nodes.md "Launch files and their arguments"."""
     return LaunchDescription([
         DeclareLaunchArgument('camera', default_value='/camera',
                               description='namespace of the node: its inputs and outputs'),

@@ -73,7 +73,10 @@ def _nodes(context):
 
 
 def generate_launch_description() -> LaunchDescription:
-    """Depth LifecycleNodes, one per camera; the arguments are listed in the README."""
+    """Depth LifecycleNodes, one per camera.
+
+    Arguments: docs/nodes.md "Launch files and their arguments".
+    """
     return LaunchDescription([
         DeclareLaunchArgument('cameras', default_value='/front,/rear',
                               description='comma-separated camera namespaces, one node each'),

@@ -57,7 +57,7 @@ def _node(context):
 
 
 def generate_launch_description() -> LaunchDescription:
-    """One pair LifecycleNode; the arguments are listed in the README (Launch arguments)."""
+    """One pair LifecycleNode; arguments: docs/nodes.md "Launch files and their arguments"."""
     return LaunchDescription([
         DeclareLaunchArgument('namespace', default_value='dust3r',
                               description='namespace of the node and its outputs'),

@@ -12,9 +12,10 @@ A gate has three parts:
   arithmetic (the fused path, another GEMM blocking) stays below 1e-6 median relative error,
   a reduced-precision matmul is at 1e-4 and above;
 * upper bounds: PCC (bf16 presets BF16_PCC; int8 is only guarded against breakage, INT8_FLOOR:
-  'auto' never picks it, it would be defaulted only at >= INT8_DEFAULT_PCC, README "CPU
-  presets") and the magnitude of the error (median and p99 relative error, bounds stated by
-  each case from what it measures), which PCC alone does not see (a map x 1.05 has PCC 1.0).
+  'auto' never picks it, it would be defaulted only at >= INT8_DEFAULT_PCC,
+  docs/cpu-performance.md "Accuracy gates") and the magnitude of the error (median and p99
+  relative error, bounds stated by each case from what it measures), which PCC alone does not
+  see (a map x 1.05 has PCC 1.0).
 """
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ ROUNDOFF_REL = 1e-5
 """A preset's median relative error against fp32 must exceed this (module docstring)."""
 NO_NATIVE_BF16 = ('bf16 presets are not gated at full size on this CPU: it has no native bf16 '
                   'dot products (avx512_bf16 / amx_bf16), so one full-size forward is emulated '
-                  "at ~15x fp32 GEMM time (README \"CPU presets\"); 'auto' never picks bf16 "
-                  'here. The tiny models and DA3-SMALL gate the bf16 arithmetic on every CPU')
+                  'at ~15x fp32 GEMM time (docs/cpu-performance.md "CPU presets"); '
+                  "'auto' never picks bf16 here. The tiny models and DA3-SMALL gate the bf16 "
+                  'arithmetic on every CPU')
 
 
 def skip_full_size_without_native_bf16(preset: str) -> None:

@@ -17,11 +17,11 @@ A preset is an inference-time switch on the one model module (models/: `DA3Model
 
 'auto' resolves per device: on CPU to 'cpu-fast' where the CPU has native bf16 dot products
 (`avx512_bf16` or `amx_bf16` in /proc/cpuinfo) - without them bf16 GEMMs are emulated and run
-~5-15x SLOWER than fp32 (measured: README "CPU presets") - else to 'float32'; on CUDA to
+~5-15x SLOWER than fp32 (docs/cpu-performance.md "CPU presets") - else to 'float32'; on CUDA to
 'float32'. The resolution is logged by the builder and named in `EngineInfo.dtype`, so
 diagnostics say which preset runs. 'int8' is never chosen by 'auto': its accuracy is reported by
 benchmarks/bench_cpu_presets.py and gated in the tests, and it is below the 0.999 PCC bar on the
-golden cases (README).
+golden cases (docs/cpu-performance.md "Accuracy gates").
 
 Importing this module does not import torch (the ROS layer reads `CHOICES` for the nodes'
 `torch_dtype` parameter); dtypes are named, builders map them with `getattr(torch, name)`.

@@ -24,15 +24,16 @@ COMMON_PARAMS = (
     ParamSpec('device_id', 0, 'Accelerator index (one process holds one device).',
               int_range=(0, 63)),
     ParamSpec('torch_dtype', 'auto', 'torch-cpu / torch-cuda precision preset '
-              '(engines/torch/presets.py; README "CPU presets"): auto = cpu-fast on CPUs with '
-              'native bf16 (AVX-512 BF16 / AMX), else float32; float32 is exact. The preset '
+              '(engines/torch/presets.py; docs/cpu-performance.md "CPU presets"): auto = '
+              'cpu-fast on CPUs with native bf16 (AVX-512 BF16 / AMX), else float32; float32 '
+              'is exact. The preset '
               "that runs is logged and in diagnostics ('precision'). ttnn takes "
               "ttnn_precision; onnxruntime runs its file as exported.", choices=TORCH_DTYPES),
-    ParamSpec('ttnn_precision', 'auto', 'ttnn precision preset (engines/ttnn/precision.py; README '
-              '"ttnn precision presets"): auto = the model\'s default (DA3 fast-hifi4, depth PCC '
-              '>= 0.9999; DUSt3R fast); fast = the speed design (DA3: depth PCC >= 0.9998, about '
-              '0.8x the default\'s estimated time). In diagnostics as \'precision\'. The other '
-              'backends ignore it.', choices=TTNN_PRECISIONS),
+    ParamSpec('ttnn_precision', 'auto', 'ttnn precision preset (engines/ttnn/precision.py; '
+              'docs/ttnn-design.md "Precision presets"): auto = the model\'s default (DA3 '
+              'fast-hifi4, depth PCC >= 0.9999; DUSt3R fast); fast = the speed design (DA3: '
+              'depth PCC >= 0.9998, about 0.8x the default\'s estimated time). In diagnostics '
+              'as \'precision\'. The other backends ignore it.', choices=TTNN_PRECISIONS),
     ParamSpec('engine_plugin', '', "Tests/integration only: 'module:callable' returning an Engine "
               'instead of build_engine; never chosen automatically; set at process start only.',
               read_only=True),

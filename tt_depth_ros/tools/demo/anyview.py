@@ -4,7 +4,7 @@ DA3-SMALL never publishes `depth` (metres) without a scale source: it publishes 
 (its own unit), `confidence` and `camera_info_estimated` (its own intrinsics estimate). The demo
 records those, and for a look at the depth shape it aligns each relative frame to the ground
 truth with one median ratio (geometry/pointmap/scale.median_ratio_scale) — said in the report
-(`scale_alignment`), since a robot would need a real scale source (README "Choosing a model").
+(`scale_alignment`), since a robot would need a real scale source (README "Models and licences").
 Offline, the network is the tiny any-view config with rule-v1 (+ X1) weights, a labelled
 stand-in: every file name and the report carry its tag.
 """
