@@ -3,7 +3,7 @@
 An eager op validates its inputs and derives its output specs at launch (on meta tensors, as a
 capture does) but computes its values only when something reads them: `to_torch`, a later op's
 read, a trace replay. The engines' warm-up forward (compile + conv preparation, output
-deallocated unread) so costs no arithmetic, where it used to repeat the replay's whole forward.
+deallocated unread) so costs no arithmetic instead of repeating the replay's whole forward.
 
 Each pending output holds the op's function and its inputs' values as they were at launch (a
 tensor's value is only ever replaced, never written into), so a later write to an input does not

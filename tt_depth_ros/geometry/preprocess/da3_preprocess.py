@@ -85,9 +85,9 @@ def network_size(width: int, height: int, process_res: int = 504,
 
 
 _FLOAT_AREA_MAX_PIXELS = 1 << 19
-"""Largest source (pixels) resized via float32. Measured (CPU time): 15-20% faster for 640x480,
-1242x375 and the 504x284 -> 504x280 snap; even at 1280x720; 25% slower at 1920x1080, where the
-4x larger float copy of the source outweighs the kernel. Results are the same either way."""
+"""Largest source (pixels) resized via float32: the float kernel is faster for camera-sized
+sources, but above this the 4x larger float copy of the source outweighs the kernel (CPU time,
+an estimate: compare with the uint8 path on your CPU). Results are the same either way."""
 
 
 def _resize(img: np.ndarray, w: int, h: int, grow: bool) -> np.ndarray:

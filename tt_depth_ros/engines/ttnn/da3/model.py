@@ -29,12 +29,12 @@ class TtDA3:
     def programs_estimate(cfg) -> int:
         """Upper bound on device programs per traced forward (trace region sizing).
 
-        Counted by the real ttnn 0.81.1 in the dry run (devtools/ttnn/dryrun, 11x10 grid): tiny
-        (4 blocks) 315/316/325 at 280x504/378x504/518x518, Large (24 blocks) 619 at 280x504,
-        i.e. ~15.2 per block + ~255 (patch embed, taps, DPT head; its convs are several programs
-        each, more at larger sizes); a camera resized on the device adds 18 (one resize step,
-        480x640 -> 378x504: 334) to 31 (two steps, 720x1280 -> 280x504: 346). Bound: 16 per
-        block + 384 (tiny 448, Large 768). test_ttnn_dryrun checks it against every count.
+        The real ttnn 0.81.1 counts the programs in the dry run (devtools/ttnn/dryrun; the
+        driver's --json records them per size): a little over 15 per ViT block, plus a fixed
+        part for the patch embed, the taps and the DPT head (its convs are several programs
+        each, more at larger sizes), plus one or two resize steps for a camera resized on the
+        device. Bound: 16 per block + 384 (tiny 448, Large 768), with room for the fixed part at
+        every golden size; test_ttnn_dryrun checks it against every count.
         """
         return 16 * (max(cfg.out_layers) + 1) + 384
 

@@ -59,12 +59,12 @@ class TtDust3r:
     def programs_estimate(cfg) -> int:
         """Upper bound on device programs per traced forward (trace region sizing).
 
-        Counted by the real ttnn 0.81.1 in the dry run (devtools/ttnn/dryrun, 11x10 grid): tiny
-        (2 encoder, 12 decoder blocks) 1,482/1,308/1,364 at 80x112/384x512/512x384, Large (24,
-        12) 1,776 at 384x512 ('fast'): ~19 per encoder layer (both views in one batch), ~80
-        per decoder layer (two branches), the two DPT heads ~400-600 (several programs per conv;
-        the masked 80x112 grid adds slices). Bound: 20 per encoder + 100 per decoder layer + 600
-        (tiny 1,840, Large 2,280). test_ttnn_dryrun checks it against every count.
+        The real ttnn 0.81.1 counts the programs in the dry run (devtools/ttnn/dryrun; the
+        driver's --json records them per size): just under 20 per encoder layer (both views in
+        one batch), about 80 per decoder layer (two branches), and several hundred for the two
+        DPT heads (several programs per conv; a masked grid adds slices). Bound: 20 per encoder
+        + 100 per decoder layer + 600 (tiny 1,840, Large 2,280); test_ttnn_dryrun checks it
+        against every count.
         """
         return 20 * cfg.enc_depth + 100 * cfg.dec_depth + 600
 
