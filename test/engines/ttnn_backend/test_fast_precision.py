@@ -4,8 +4,8 @@ The FPU model (devtools/ttnn/standin/ops_math.py, after the Tensix ISA's MVMUL f
 model): a matmul's in0 sits in SrcB (hidden bit + 6 mantissa bits per phase-0 pass), in1 in SrcA
 (hidden bit + 4, then the next 5); LoFi runs one phase, HiFi2 two; without fp32 accumulation the
 destination is bf16 after every 16-deep step. The preset's accuracy on the golden cases is
-measured by benchmarks/ttnn_precision_table.py (table in README "ttnn speed design"); here: the
-model on hand-made operands, the preset's wiring (program configs with GELU fused, fc1 at
+measured by benchmarks/ttnn_precision_table.py (table in docs/ttnn-precision.md);
+here: the model on hand-made operands, the preset's wiring (program configs with GELU fused, fc1 at
 HiFi2, the other roles' fidelity, bf16 ViT weights, L1 inner activations) and one tiny
 forward per family against its gate.
 """
@@ -19,7 +19,7 @@ from PIL import Image
 from support import dust3r_data
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.engines.ttnn.config import linear_program_config
-from tt_depth_ros.engines.ttnn.precision import parse_precision
+from tt_depth_ros.engines.ttnn.precision import Precision, RoleSetting, parse_precision
 
 DATA = Path(__file__).resolve().parents[2] / 'data'
 
@@ -100,7 +100,13 @@ def test_fast_preset_per_family_and_program_configs_from_tile_counts(ttnn):
     qkv = linear_program_config(ttnn, (11, 10), 736, 1024, 3072)      # 280x504: Mt 23
     assert (qkv.per_core_M, qkv.per_core_N, qkv.fused_activation) == (3, 9, None)
     with pytest.raises(ValueError, match='roles'):
-        type(da3)('bad', 'bfloat16', 'HiFi4', True, roles=(('fc3', 'LoFi', True),))
+        Precision(name='bad', roles=(RoleSetting('fc3', 'LoFi'),))
+    with pytest.raises(ValueError, match='roles'):          # a bare tuple is not a RoleSetting
+        Precision(name='bad', roles=(('fc1', 'LoFi', True),))
+    with pytest.raises(ValueError, match='set twice'):
+        Precision(name='bad', roles=(RoleSetting('fc1', 'LoFi'), RoleSetting('fc1', 'HiFi2')))
+    with pytest.raises(TypeError):                           # keyword-built only
+        Precision('bad', 'bfloat16')
 
 
 def _spy_linears(ttnn, monkeypatch) -> list:

@@ -1,40 +1,40 @@
-"""Precision knobs of the ttnn engines (docs/ttnn.md §3): dtypes of weights and activations.
+"""Precision presets of the ttnn engines: dtypes of weights and activations, fidelity per matmul.
 
-'bfloat16': bf16 activations and weights, HiFi4 with fp32 accumulation on every matmul, conv and
-SDPA (the DA3 port needed this for PCC >= 0.99); DUSt3R's default until 'fast'. On the synthetic
-DA3 weights it stops at depth PCC ~0.9996 (tiny) / ~0.9989 (Large), short of the issue's 0.9999.
+A preset (`Precision`) is built by keyword; a preset that is another with a few settings changed
+is `dataclasses.replace` of that one, so each entry of PRESETS reads as what it changes. The PCC
+of every preset on the CPU stand-in, the gates it is judged by and the measured ports' anchor
+configurations are in docs/ttnn-precision.md; `python -m benchmarks.ttnn_precision_table`
+prints them.
 
-The float32 presets keep chosen tensors in float32 (TF32 operands in the FPU, fp32 in the
-SFPU/eltwise ops): the residual stream (patch embedding output, pos-embed, every block's
-x + attn / x + mlp, LayerNorm inputs/outputs) and the DPT head activations; `fp32_weights` names
-weight groups uploaded as float32: 'norm' (LayerNorm gamma/beta), 'folded' (the LayerScale-folded
-attention proj and fc2), 'patch' (patch-embedding conv), 'head' (DPT head), 'all'. Attention
-(q/k/v, SDPA) and the MLP hidden stay bf16 unless `inner` is float32.
-'float32-residual-head' (residual + head in float32) is the cheapest precision that reaches depth
-PCC >= 0.9999 on the stand-in (0.99994 tiny, 0.99991 Large; Large linear/LN weights 899 vs 631 MB
-in bf16, one op fewer per forward). Table and costs:
-test/engines/ttnn_backend/test_da3_precision.py. Unverified on hardware: mixed fp32 x bf16 matmul
-operands and float32 conv activations/weights. 'fast-hifi4', the DA3 default, is that precision
-on the speed design's layout (below).
+- 'bfloat16': bf16 activations and weights, HiFi4 with fp32 accumulation on every matmul, conv
+  and SDPA: the plain reduced-precision baseline (the DA3 port needed HiFi4 + fp32 accumulation).
+- The float32 presets keep chosen tensors in float32 (TF32 operands in the FPU, fp32 in the
+  SFPU/eltwise ops): the residual stream (patch embedding output, pos-embed, every block's
+  x + attn / x + mlp, LayerNorm inputs/outputs) and the DPT head activations; `fp32_weights`
+  names weight groups uploaded as float32: 'norm' (LayerNorm gamma/beta), 'folded' (the
+  LayerScale-folded attention proj and fc2), 'patch' (patch-embedding conv), 'head' (DPT head),
+  'all'. Attention (q/k/v, SDPA) and the MLP hidden stay bf16 unless `inner` is float32. A bf16
+  residual stream accumulates one bf16 rounding per block and a bf16 head one per conv; those
+  two, not the matmul operands, hold DA3's depth below its gate. Unverified on hardware: mixed
+  fp32 x bf16 matmul operands and float32 conv activations/weights.
+- 'fast-hifi4' (the DA3 default) is 'float32-residual-head' on the speed design's layout
+  (docs/ttnn-precision.md "Presets"): program configs, L1 residency and a bfloat4_b SDPA mask
+  change where tensors live, not a value (the mask's 0 stays 0 and its -9.4e8 underflows the
+  softmax as -1e9 does), so its numbers are 'float32-residual-head''s.
+- 'fast' is the speed design with a fidelity per matmul role (ROLES; FAST_ROLES_DA3,
+  FAST_ROLES_DUST3R): HiFi2 where the stand-in's FPU model keeps the gate, HiFi3 where it does
+  not. HiFi3 is three of HiFi4's four passes and, for bf16 x bf16, all of the product but the
+  activation's last mantissa bit times the weight's low three (devtools/ttnn/standin/ops_math.py),
+  so a role that needs more than HiFi2 takes HiFi3 first. DUSt3R's 'fast' keeps the residual
+  stream and head bf16 (its pointmap gate holds there; the float32 activations are wired for
+  DA3 only).
 
-The defaults (DEFAULTS) are the speed design's layout: DA3 'fast-hifi4' at the DA3 gate (depth
-PCC >= 0.9999), DUSt3R 'fast' at its own (pts3d >= 0.995). DA3's 'fast' (0.9998) is opt-in.
-
-'fast' is the speed design (README "ttnn speed design"): the ViT linears get 2D-multicast program
-configs (config.linear_program_config; GELU fused into fc1), q/k/v, heads, the SDPA output,
-the MLP hidden and the encoder's residual stream with its LayerNorm outputs live in L1 (the
-SDPA mask cannot: ttnn requires it in DRAM), and each matmul role has its own fidelity / weight
-dtype (ROLES, FAST_ROLES_*). Measured with the stand-in's FPU model (operand truncation per
-fidelity, bf16 destination without fp32 accumulation: devtools/ttnn/standin/ops_math.py) by
-benchmarks/ttnn_precision_table.py: bfloat8_b weights on every linear miss the gates (DA3-Large
-depth PCC 0.9988, DUSt3R tiny pts3d 0.981), and so does HiFi2 on every DA3 linear (0.9997: it
-truncates the bf16 activations, in0, to 7 significant bits); DA3's fc1 and SDPA take HiFi2 and
-its other linears and most head convs HiFi3, DUSt3R's linears HiFi2 (bf16 weights: a bfloat8_b
-fc1 misses its gate on some CPUs) and its head convs HiFi2 / HiFi3 (FAST_ROLES_*).
+The defaults (DEFAULTS) are the speed design's layout: DA3 'fast-hifi4' at the DA3 gate, DUSt3R
+'fast' at its own. DA3's 'fast' is opt-in.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _BF16, _F32 = 'bfloat16', 'float32'
 
@@ -45,91 +45,60 @@ _BF16, _F32 = 'bfloat16', 'float32'
 # preset's own fidelity and accumulation.
 ROLES = ('qkv', 'proj', 'fc1', 'fc2', 'sdpa', 'reassemble', 'rn', 'rcu', 'out_first',
          'out_hidden')
-# role: (math fidelity, fp32 accumulation[, weights]) of the 'fast' presets, measured on the
-# stand-in's FPU model against the golden fp32 outputs (benchmarks/ttnn_precision_table.py; table
-# in README "ttnn speed design"). bfloat8_b everywhere misses both gates on the rule-v1 weights
-# (DA3-Large depth PCC 0.9988, DUSt3R tiny pts3d 0.981). HiFi3 is three of HiFi4's four passes
-# and, for a bf16 activation times bf16 weights, almost all of its product: HiFi2 computes the
-# activation's top 6 mantissa bits times all 7 of the weight's, and HiFi3 adds the activation's
-# last bit times the weight's top 4 (ops_math.py), so most matmuls that need more than HiFi2 take
-# HiFi3. DA3-Large holds its gate (0.9998) with bf16 weights, fc1 and SDPA at HiFi2 and qkv, proj,
-# fc2 and the head's convs at HiFi3 except the RCUs (depth PCC 0.999820; all at HiFi4 but fc1 and
-# SDPA 0.999832; the RCUs at HiFi3 too 0.999808, at HiFi2 0.999577; fc1 also bfloat8_b: 0.99965;
-# every linear HiFi2: 0.99970; SDPA and qkv at HiFi2 0.999710, SDPA and fc2 0.999769, SDPA and
-# proj 0.999808: too close). DUSt3R (gate 0.995) takes HiFi2 on every linear and SDPA on bf16
-# weights (0.99580; SDPA at HiFi4 0.99593; a bfloat8_b fc1, recorded at 0.99533 on an earlier
-# stop's machine, measures 0.99491 on this AMD EPYC with the same code: the stand-in's torch
-# kernels differ by CPU, so a margin of a few 1e-4 is no margin; a LoFi fc1 0.993446, a LoFi fc2
-# 0.992196), HiFi2 on the output's two 3x3 convs and HiFi3 on the other head convs (pts3d
-# 0.99581; its head all HiFi2 0.99191; the layer_rn and RCU convs at HiFi2 too 0.995134).
-FAST_ROLES_DA3 = (('qkv', 'HiFi3', True), ('proj', 'HiFi3', True), ('fc1', 'HiFi2', True),
-                  ('fc2', 'HiFi3', True), ('sdpa', 'HiFi2', True), ('reassemble', 'HiFi3', True),
-                  ('rn', 'HiFi3', True), ('out_first', 'HiFi3', True),
-                  ('out_hidden', 'HiFi3', True))
-FAST_ROLES_DUST3R = (('qkv', 'HiFi2', True), ('proj', 'HiFi2', True),
-                     ('fc1', 'HiFi2', True), ('fc2', 'HiFi2', True),
-                     ('sdpa', 'HiFi2', True), ('reassemble', 'HiFi3', True),
-                     ('rn', 'HiFi3', True), ('rcu', 'HiFi3', True),
-                     ('out_first', 'HiFi2', True), ('out_hidden', 'HiFi2', True))
-
-PRESETS = {
-    # name: (bulk weights, math fidelity, fp32 accumulation, residual, head, inner, fp32 weights
-    #        [, per-role matmul settings, bf16 weight groups, program configs, L1 inner,
-    #        L1 residual, bf16 head resizes as hi + lo, SDPA mask, L1 resize intermediates])
-    'bfloat16': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
-    'bfloat16-hifi2': ('bfloat16', 'HiFi2', True, _BF16, _BF16, _BF16, ()),
-    'bfloat8_b': ('bfloat8_b', 'HiFi4', True, _BF16, _BF16, _BF16, ()),
-    'bfloat8_b-lofi': ('bfloat8_b', 'LoFi', False, _BF16, _BF16, _BF16, ()),
-    'float32-residual': ('bfloat16', 'HiFi4', True, _F32, _BF16, _BF16,
-                         ('norm', 'folded', 'patch')),
-    'float32-residual-head': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16,
-                              ('norm', 'folded', 'patch', 'head')),
-    'float32': ('float32', 'HiFi4', True, _F32, _F32, _F32, ('all',)),
-    # The speed design (README "ttnn speed design"): ViT linears with program configs (GELU
-    # fused), q/k/v, heads, MLP hidden and the residual stream in L1, fc1 and SDPA at HiFi2;
-    # the residual stream and the DPT head stay float32 (bf16 there misses the DA3 gate). The
-    # SDPA mask in bfloat4_b: SDPA reads it once per head (16 x 3.8 MB per DA3-L 518x518 call in
-    # bf16, 1.1 MB in bfloat4_b); 0 stays exactly 0 and -1e9 reads back as -9.4e8 (the real
-    # library's packing, which the stand-in matches bit for bit: devtools/ttnn/conformance).
-    'fast': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16, ('norm', 'patch', 'head'),
-             FAST_ROLES_DA3, (), True, True, True, True, 'bfloat4_b', True),
-    # The DA3 default: 'float32-residual-head' numbers on the speed design's layout. Program
-    # configs, L1 residency and the bfloat4_b mask change where tensors live, not a value (the
-    # mask's 0 stays 0 and its -9.4e8 underflows the softmax as -1e9 does), so with HiFi4 + fp32
-    # accumulation everywhere and the same float32 groups the stand-in gives the same depth
-    # (DA3-Large 280x504 PCC 0.999909) at about half the estimated time (README "Presets today").
-    'fast-hifi4': ('bfloat16', 'HiFi4', True, _F32, _F32, _BF16,
-                   ('norm', 'folded', 'patch', 'head'), (), (), True, True, True, True,
-                   'bfloat4_b', True),
-}
-
-# A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16
-# (its pts3d gate, PCC >= 0.995, holds there; the float32 activations are wired for DA3 only),
-# and its head resizes take one bf16 matrix per side (pts3d 0.99593 vs 0.99578 with hi + lo).
-FAMILY_PRESETS = {'dust3r': {
-    'fast': ('bfloat16', 'HiFi4', True, _BF16, _BF16, _BF16, (), FAST_ROLES_DUST3R, (), True,
-             True, True, False, 'bfloat4_b', True),
-}}
-
-DEFAULTS = {'da3': 'fast-hifi4', 'dust3r': 'fast'}
-CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = DEFAULTS
-DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4')
 
 
 @dataclass(frozen=True)
+class RoleSetting:
+    """Fidelity, accumulation and (optionally) weight dtype of one matmul role.
+
+    Args:
+        role: one of ROLES.
+        fidelity: 'LoFi', 'HiFi2', 'HiFi3' or 'HiFi4'.
+        fp32_acc: fp32 destination accumulation (and packer L1 accumulation); False = bf16 Dst.
+        weights: the role's weight dtype ('bfloat8_b', ...); None = the preset's.
+    """
+
+    role: str
+    fidelity: str
+    fp32_acc: bool = True
+    weights: str | None = None
+
+
+def _roles(fidelity: dict[str, str], **weights: str) -> tuple[RoleSetting, ...]:
+    """{role: fidelity} (fp32 accumulation) [+ role=weight dtype] -> RoleSettings."""
+    return tuple(RoleSetting(r, f, weights=weights.get(r)) for r, f in fidelity.items())
+
+
+# Per-role fidelity of the 'fast' presets, each the cheapest that keeps the family's gate on the
+# stand-in's FPU model (docs/ttnn-precision.md "Per-role fidelity"). bf16 weights everywhere:
+# bfloat8_b weights on the linears miss both gates (DA3's fc1 and DUSt3R's fc1 included: the
+# DUSt3R-L margin of a bfloat8_b fc1 is below the stand-in's noise). DA3: HiFi2 only on fc1 and
+# SDPA; qkv, proj and fc2 at HiFi2 drop the depth below the gate (their outputs enter the
+# residual stream or the softmax unnormalised), and so do the RCUs below HiFi4 (they add into
+# the head's running sum at full resolution). DUSt3R: every linear and SDPA at HiFi2, the
+# output's two 3x3 convs at HiFi2, the other head convs at HiFi3 (all at HiFi2 misses the gate).
+FAST_ROLES_DA3 = _roles({'qkv': 'HiFi3', 'proj': 'HiFi3', 'fc1': 'HiFi2', 'fc2': 'HiFi3',
+                         'sdpa': 'HiFi2', 'reassemble': 'HiFi3', 'rn': 'HiFi3',
+                         'out_first': 'HiFi3', 'out_hidden': 'HiFi3'})
+FAST_ROLES_DUST3R = _roles({'qkv': 'HiFi2', 'proj': 'HiFi2', 'fc1': 'HiFi2', 'fc2': 'HiFi2',
+                            'sdpa': 'HiFi2', 'reassemble': 'HiFi3', 'rn': 'HiFi3',
+                            'rcu': 'HiFi3', 'out_first': 'HiFi2', 'out_hidden': 'HiFi2'})
+
+
+@dataclass(frozen=True, kw_only=True)
 class Precision:
-    """One precision setting (see PRESETS)."""
+    """One precision preset (module docstring); built by keyword, derived by `replace`."""
 
     name: str
-    weights: str
-    fidelity: str
-    fp32_acc: bool
-    residual: str = _BF16
-    head: str = _BF16
-    inner: str = _BF16
-    fp32_weights: tuple = ()
-    roles: tuple = ()              # ((role, fidelity, fp32 accumulation[, weights]), ...)
-    bf16_weights: tuple = ()       # weight groups kept bf16 when the bulk is bfloat8_b
+    weights: str = _BF16           # bulk weight dtype
+    fidelity: str = 'HiFi4'        # math fidelity of any matmul without a role setting
+    fp32_acc: bool = True          # fp32 accumulation of any matmul without a role setting
+    residual: str = _BF16          # dtype of the residual stream (and its LayerNorms)
+    head: str = _BF16              # dtype of the DPT head activations
+    inner: str = _BF16             # dtype of q/k/v, heads, SDPA output and MLP hidden
+    fp32_weights: tuple[str, ...] = ()   # weight groups uploaded float32 ('all': every weight)
+    roles: tuple[RoleSetting, ...] = ()  # per-role matmul settings (ROLES)
+    bf16_weights: tuple[str, ...] = ()   # weight groups kept bf16 when the bulk is bfloat8_b
     program_configs: bool = False  # ViT linears with 2D-multicast program configs (config.py)
     l1_inner: bool = False         # q|k|v, heads, SDPA output and MLP hidden in L1 (interleaved)
     l1_residual: bool = False      # the encoder's residual stream and LayerNorm outputs in L1
@@ -138,21 +107,29 @@ class Precision:
     l1_resize: bool = False        # a head resize's intermediates in L1 when they fit (resize.py)
 
     def __post_init__(self):
-        bad = [r[0] for r in self.roles if r[0] not in ROLES or len(r) not in (3, 4)]
+        bad = [getattr(r, 'role', r) for r in self.roles
+               if not isinstance(r, RoleSetting) or r.role not in ROLES]
         if bad:
-            raise ValueError(f'precision {self.name!r}: unknown matmul roles {bad}; '
-                             f'allowed: {ROLES}')
+            raise ValueError(f'precision {self.name!r}: roles must be RoleSettings of known '
+                             f'matmul roles, got {bad}; allowed roles: {ROLES}')
+        dup = sorted({r.role for r in self.roles if sum(s.role == r.role for s in self.roles) > 1})
+        if dup:
+            raise ValueError(f'precision {self.name!r}: matmul roles set twice: {dup}')
+
+    def role_setting(self, role: str | None) -> RoleSetting | None:
+        """The RoleSetting of `role`, None when the preset has none (or role is None)."""
+        return next((r for r in self.roles if r.role == role), None)
 
     def weights_dtype(self, ttnn, group: str | None = None, role: str | None = None):
         """Dtype of a weight of `group` ('norm', 'folded', 'patch', 'head' or None = bulk).
 
-        A matmul role with its own weight dtype (a 4th entry in `roles`) takes that one.
+        A matmul role with its own weight dtype (RoleSetting.weights) takes that one.
         """
         if 'all' in self.fp32_weights or (group is not None and group in self.fp32_weights):
             return ttnn.float32
-        for r in self.roles:
-            if r[0] == role and len(r) == 4:
-                return getattr(ttnn, r[3])
+        r = self.role_setting(role)
+        if r is not None and r.weights is not None:
+            return getattr(ttnn, r.weights)
         if group is not None and group in self.bf16_weights:
             return ttnn.bfloat16
         return getattr(ttnn, self.weights)
@@ -168,10 +145,8 @@ class Precision:
 
     def matmul_setting(self, role: str | None = None) -> tuple[str, bool]:
         """(math fidelity, fp32 accumulation) of a matmul of `role` (None: the preset's own)."""
-        for r in self.roles:
-            if r[0] == role:
-                return r[1], r[2]
-        return self.fidelity, self.fp32_acc
+        r = self.role_setting(role)
+        return (self.fidelity, self.fp32_acc) if r is None else (r.fidelity, r.fp32_acc)
 
     def inner_memory(self, ttnn):
         """L1 for the 'inner' activations (q/k/v, heads, MLP hidden) if l1_inner, else None."""
@@ -186,6 +161,47 @@ class Precision:
         return ttnn.WormholeComputeKernelConfig(
             math_fidelity=getattr(ttnn.MathFidelity, fidelity),
             math_approx_mode=False, fp32_dest_acc_en=fp32_acc, packer_l1_acc=fp32_acc)
+
+
+BFLOAT16 = Precision(name='bfloat16')
+FLOAT32_RESIDUAL = replace(BFLOAT16, name='float32-residual', residual=_F32,
+                           fp32_weights=('norm', 'folded', 'patch'))
+FLOAT32_RESIDUAL_HEAD = replace(FLOAT32_RESIDUAL, name='float32-residual-head', head=_F32,
+                                fp32_weights=('norm', 'folded', 'patch', 'head'))
+# The speed design's layout on float32-residual-head's numbers. The SDPA mask in bfloat4_b: SDPA
+# reads it once per head, and 0 stays exactly 0 while -1e9 reads back as -9.4e8 (the real
+# library's packing, which the stand-in matches bit for bit: devtools/ttnn/conformance).
+FAST_HIFI4 = replace(FLOAT32_RESIDUAL_HEAD, name='fast-hifi4', program_configs=True,
+                     l1_inner=True, l1_residual=True, mask='bfloat4_b', l1_resize=True)
+# The speed design: per-role fidelity, and the LayerScale-folded proj / fc2 weights bf16 (half
+# the bytes; their roles' fidelity decides their accuracy).
+FAST_DA3 = replace(FAST_HIFI4, name='fast', fp32_weights=('norm', 'patch', 'head'),
+                   roles=FAST_ROLES_DA3)
+
+PRESETS = {p.name: p for p in (
+    BFLOAT16,
+    replace(BFLOAT16, name='bfloat16-hifi2', fidelity='HiFi2'),
+    replace(BFLOAT16, name='bfloat8_b', weights='bfloat8_b'),
+    replace(BFLOAT16, name='bfloat8_b-lofi', weights='bfloat8_b', fidelity='LoFi',
+            fp32_acc=False),
+    FLOAT32_RESIDUAL,
+    FLOAT32_RESIDUAL_HEAD,
+    Precision(name='float32', weights=_F32, residual=_F32, head=_F32, inner=_F32,
+              fp32_weights=('all',)),
+    FAST_DA3,
+    FAST_HIFI4,
+)}
+
+# A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16,
+# and its head resizes take one bf16 matrix per side (hi + lo buys it nothing at its gate).
+FAMILY_PRESETS = {'dust3r': {p.name: p for p in (
+    replace(FAST_DA3, residual=_BF16, head=_BF16, fp32_weights=(), roles=FAST_ROLES_DUST3R,
+            resize_hi_lo=False),
+)}}
+
+DEFAULTS = {'da3': 'fast-hifi4', 'dust3r': 'fast'}
+CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = DEFAULTS
+DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4')
 
 
 def parse_precision(dtype, family: str = 'da3') -> Precision:
@@ -208,4 +224,4 @@ def parse_precision(dtype, family: str = 'da3') -> Precision:
     if family != 'da3' and name in DA3_ONLY:
         raise ValueError(f'ttnn dtype={name!r} is wired for DA3 only; {family} allows '
                          f'{sorted(set(PRESETS) - set(DA3_ONLY))}')
-    return Precision(name, *FAMILY_PRESETS.get(family, {}).get(name, PRESETS[name]))
+    return FAMILY_PRESETS.get(family, {}).get(name, PRESETS[name])
