@@ -30,7 +30,7 @@ COMMON_PARAMS = (
               "that runs is logged and in diagnostics ('precision'). ttnn takes "
               "ttnn_precision; onnxruntime runs its file as exported.", choices=TORCH_DTYPES),
     ParamSpec('ttnn_precision', 'auto', 'ttnn precision preset (engines/ttnn/precision.py; '
-              'docs/ttnn-design.md "Precision presets"): auto = the model\'s default (DA3 '
+              'docs/ttnn-precision.md "Presets"): auto = the model\'s default (DA3 '
               'fast-hifi4, depth PCC >= 0.9999; DUSt3R fast); fast = the speed design (DA3: '
               'depth PCC >= 0.9998, about 0.8x the default\'s estimated time). In diagnostics '
               'as \'precision\'. The other backends ignore it.', choices=TTNN_PRECISIONS),

@@ -22,6 +22,6 @@ def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...
     parser.add_argument('--device-id', type=int, default=0)
     parser.add_argument('--dtype', choices=DTYPES, default='auto',
                         help=dtype_help + '; torch precision presets: docs/cpu-performance.md '
-                        '"CPU presets"; ttnn: docs/ttnn-design.md "Precision presets" (auto = '
+                        '"CPU presets"; ttnn: docs/ttnn-precision.md "Presets" (auto = '
                         'the model\'s default, fast = the speed design); a name the chosen '
                         'backend lacks is an error')
