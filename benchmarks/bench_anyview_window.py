@@ -14,29 +14,24 @@ CC-BY-NC models need TT_DEPTH_ACCEPT_NC_LICENSE=1). Without them (offline) it ru
 any-view config with rule-v1 synthetic weights and says so: those figures only exercise the path
 (a random network has no idea of geometry), they are not an accuracy result.
 
-    .venv/bin/python benchmarks/bench_anyview_window.py [--model da3-small] [--weights FILE]
+    .venv/bin/python -m benchmarks.bench_anyview_window [--model da3-small] [--weights FILE]
         [--windows 2,4] [--frames 12] [--size 224x168] [--keyframe-every 3]
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tt_depth_ros.geometry.pose.keyframes import KeyframeChain, KeyframePolicy  # noqa: E402
-from tt_depth_ros.pipelines.pair_anyview import AnyviewPairPipeline  # noqa: E402
-from tt_depth_ros.pipelines.pair_dust3r import PairSettings  # noqa: E402
-from tt_depth_ros.tools.eval.accuracy import (  # noqa: E402
+from tt_depth_ros.geometry.pose.keyframes import KeyframeChain, KeyframePolicy
+from tt_depth_ros.pipelines.pair_anyview import AnyviewPairPipeline
+from tt_depth_ros.pipelines.pair_dust3r import PairSettings
+from tt_depth_ros.tools.eval.accuracy import (
     rotation_error_deg,
     translation_direction_error_deg,
 )
-from tt_depth_ros.tools.eval.scene_render import (  # noqa: E402
+from tt_depth_ros.tools.eval.scene_render import (
     default_scene,
     default_trajectory,
     intrinsics,
@@ -54,11 +49,11 @@ def build(model: str, weights: str | None, views: int):
     except WeightsUnavailableError as exc:
         print(f'# {model}: no weights ({str(exc).splitlines()[0]}); using the tiny any-view '
               'config with rule-v1 weights - figures exercise the path only')
-    sys.path.insert(0, str(ROOT / 'test'))
-    from support.da3_fixtures import anyview_state_dict
+    from devtools.checkpoints import key_shapes
+    from devtools.rule_weights import rule_v1_state_dict
 
-    eng = build_engine('da3-anyview-tiny', state_dict=anyview_state_dict(), backend='auto',
-                       num_views=views)
+    sd = rule_v1_state_dict(key_shapes('da3-anyview-tiny'), x1=True)
+    eng = build_engine('da3-anyview-tiny', state_dict=sd, backend='auto', num_views=views)
     return eng, 'da3-anyview-tiny (rule-v1 stand-in, NOT an accuracy result)'
 
 

@@ -8,10 +8,11 @@ over workers: 2 workers at full speed show 2x the per-worker rate in "run" only)
 (the machine's CPUs, no dashboard, usage statistics and metrics off) is started before its run;
 the Ray overhead per frame is (Ray wall - 2-worker wall) / frames.
 
-    .venv/bin/python benchmarks/bench_batch_ray.py [bags] [frames per camera]
+    PYTHONPATH=test .venv/bin/python -m benchmarks.bench_batch_ray [bags] [frames per camera]
 
-Run it in a loopback-only network namespace as the tests do (`unshare -n sh -c 'ip link set lo up
-&& exec "$0" "$@"' .venv/bin/python benchmarks/bench_batch_ray.py`): a Ray node binds the
+test/ on PYTHONPATH: the tiny weights and the batch runner are the tests' (support.*). Run it in a
+loopback-only network namespace as the tests do (`PYTHONPATH=test unshare -n sh -c 'ip link set
+lo up && exec "$0" "$@"' .venv/bin/python -m benchmarks.bench_batch_ray`): a Ray node binds the
 machine's address when there is one.
 """
 import json
@@ -23,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / 'test')]   # test/: support.* (weights, the CLI helper)
+from benchmarks import require_test_helpers
 
+require_test_helpers('bench_batch_ray')
 from support.batch_runs import PARAMS, run_batch, write_params_file  # noqa: E402
 from support.da3_fixtures import tiny_state_dict, write_safetensors  # noqa: E402
 from tt_depth_ros.tools.bag import sample as sample_bag  # noqa: E402

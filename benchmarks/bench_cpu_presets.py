@@ -16,7 +16,7 @@ Weights are rule-v1 (real checkpoint key layouts; DA3-SMALL with X1), as the gol
 On a CPU without native bf16 dot products the bf16 presets (and upstream's bf16 autocast) run
 emulated GEMMs ~5-15x slower than fp32; they are then timed for `--slow-rounds` rounds only.
 
-    nice -n 5 .venv/bin/python benchmarks/bench_cpu_presets.py [--rounds 3] [--threads 2]
+    nice -n 5 .venv/bin/python -m benchmarks.bench_cpu_presets [--rounds 3] [--threads 2]
         [--models da3metric-large,da3-small,dust3r-vitl-512-dpt] [--presets ...]
 """
 from __future__ import annotations
@@ -29,9 +29,9 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import bench_da3_cpu as da3bench  # the upstream venv, weights, worker plumbing
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_da3_cpu as da3bench  # noqa: E402  (the upstream venv, weights and worker plumbing)
 
 MODELS = ('da3metric-large', 'da3-small', 'dust3r-vitl-512-dpt')
 PRESETS = ('float32', 'bf16-matmul', 'cpu-fast', 'int8')
@@ -171,8 +171,8 @@ class Worker(da3bench.Worker):
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
                    PYTHONPATH=str(ROOT) if side == 'ours' else '')
         self.side = side
-        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), '--worker', side,
-                                      *args, '--threads', str(threads)],
+        self.proc = subprocess.Popen([python, '-m', 'benchmarks.bench_cpu_presets', '--worker',
+                                      side, *args, '--threads', str(threads)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      env=env, cwd=str(ROOT))
         self.info = self._read() if side == 'ours' else {}
@@ -183,12 +183,9 @@ class Worker(da3bench.Worker):
 # report
 # ----------------------------------------------------------------------------------------------
 def _compare(ref, got) -> tuple[float, float, float]:
-    import numpy as np
-    a, b = ref.ravel().astype(np.float64), got.ravel().astype(np.float64)
-    ok = np.isfinite(a) & np.isfinite(b)
-    a, b = a[ok], b[ok]
-    rel = np.abs(b - a) / np.maximum(np.abs(a), 1e-6 * np.abs(a).max())
-    return float(np.corrcoef(a, b)[0, 1]), float(np.median(rel)), float(np.percentile(rel, 99))
+    from tt_depth_ros.engines.parity import compare_maps
+    a = compare_maps(ref, got)
+    return a.pcc, a.median_rel, a.p99_rel
 
 
 def main() -> int:
@@ -315,6 +312,4 @@ def main() -> int:
 
 
 if __name__ == '__main__':
-    if '--worker' not in sys.argv:
-        sys.path.insert(0, str(ROOT))
     sys.exit(main())

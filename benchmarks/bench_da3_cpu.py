@@ -14,7 +14,7 @@ What is timed:
   sky post-process excluded) - the ratio that counts; also its full `DepthAnything3Net.forward`.
 Both report wall time (median and best of N) and process CPU time.
 
-    .venv/bin/python benchmarks/bench_da3_cpu.py [--threads 2] [--runs 5] [--no-upstream]
+    .venv/bin/python -m benchmarks.bench_da3_cpu [--threads 2] [--runs 5] [--no-upstream]
 """
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ class Worker:
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
                    PYTHONPATH=str(ROOT) if side == 'ours' else '')
         self.side = side
-        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), '--worker', side,
+        self.proc = subprocess.Popen([python, '-m', 'benchmarks.bench_da3_cpu', '--worker', side,
                                       '--weights', str(weights), '--threads', str(threads)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      env=env, cwd=str(ROOT))
@@ -155,7 +155,6 @@ class Worker:
 def ensure_weights(path: Path) -> Path:
     if path.is_file():
         return path
-    sys.path.insert(0, str(ROOT))
     import torch
     from safetensors.numpy import save_file
 
@@ -278,6 +277,4 @@ def main() -> int:
 
 
 if __name__ == '__main__':
-    if '--worker' not in sys.argv:
-        sys.path.insert(0, str(ROOT))
     sys.exit(main())

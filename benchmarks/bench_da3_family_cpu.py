@@ -10,7 +10,7 @@ For each model and dtype it reports the forward time and, for bfloat16, the dept
 median / 99th-percentile relative depth error against the fp32 run of the same weights (backbone
 in bf16, heads fp32 - what `dtype='bfloat16'` does in the torch-cpu engine).
 
-    .venv/bin/python benchmarks/bench_da3_family_cpu.py [--models da3metric-large,da3-small]
+    .venv/bin/python -m benchmarks.bench_da3_family_cpu [--models da3metric-large,da3-small]
         [--dtypes float32,bfloat16] [--threads 2] [--runs 3]
 
 Models: da3-small, da3-base, da3metric-large, da3mono-large, da3-large-1.1, da3-giant-1.1
@@ -68,10 +68,9 @@ def time_forward(net, x, runs: int) -> tuple[list[float], np.ndarray]:
 
 
 def compare(ref: np.ndarray, got: np.ndarray) -> tuple[float, float, float]:
-    a, b = ref.ravel().astype(np.float64), got.ravel().astype(np.float64)
-    pcc = float(np.corrcoef(a, b)[0, 1])
-    rel = np.abs(b - a) / np.abs(a)
-    return pcc, float(np.median(rel)), float(np.percentile(rel, 99))
+    from tt_depth_ros.engines.parity import compare_maps
+    a = compare_maps(ref, got)
+    return a.pcc, a.median_rel, a.p99_rel
 
 
 def main() -> int:

@@ -9,17 +9,18 @@ on CPU, onnxruntime, ttnn today) and 'engine resize' (an engine that `resizes_on
 torch-cuda does: the double takes the camera image and the resize matrices, so the resize leaves
 the node's CPU). The sky-band cases (top 80 network rows +Inf) take the masked resample path.
 
-    .venv/bin/python benchmarks/bench_depth_host_overhead.py [frames]
+    PYTHONPATH=test .venv/bin/python -m benchmarks.bench_depth_host_overhead [frames]
+
+(test/ on PYTHONPATH: the engine double is the tests' support.fake_engines.known_depth.)
 """
 import json
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / 'test')]   # test/: support.fake_engines
+from benchmarks import require_test_helpers
+from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env
 
-from tt_depth_ros.ros.runtime.process.loopback import apply_loopback_env  # noqa: E402
+require_test_helpers('bench_depth_host_overhead')
 
 apply_loopback_env()
 import numpy as np  # noqa: E402

@@ -1,11 +1,12 @@
 """DUSt3R torch-cpu forward time for a 384x512 pair vs upstream (test/data/dust3r/README.md §7).
 
-Not a test: prints figures. The upstream figure (13.6 s, 2-vCPU AMD EPYC, torch 2.13 CPU, fp32,
-2 threads, idle machine) was measured on this machine class; compare on an idle machine. The
-design target is <= 0.8x upstream's time (docs/design.md §4). Weights do not affect speed, so the
-full model gets its default initialisation unless --weights is given.
+Not a test: prints figures. The upstream figure it compares with (fp32, 2 threads, idle) is the
+golden fixtures' timing of that README section; it depends on the CPU, so compare ratios, on an
+idle machine with the same thread count. The design target is <= 0.8x upstream's time
+(docs/design.md §4). Weights do not affect speed, so the full model gets its default
+initialisation unless --weights is given.
 
-    .venv/bin/python benchmarks/bench_dust3r_cpu.py [--threads 2] [--repeats 3] [--weights FILE]
+    .venv/bin/python -m benchmarks.bench_dust3r_cpu [--threads 2] [--repeats 3] [--weights FILE]
 """
 from __future__ import annotations
 
@@ -14,10 +15,8 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 UPSTREAM_S = 13.6   # test/data/dust3r/README.md §7: model(view1, view2), 384x512, idle, 2 threads
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
@@ -31,7 +30,6 @@ def main() -> int:
     ap.add_argument('--weights', help='checkpoint file (default: default-initialised weights)')
     args = ap.parse_args()
 
-    sys.path.insert(0, str(ROOT))
     import numpy as np
     import torch
 

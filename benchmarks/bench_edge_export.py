@@ -11,7 +11,7 @@ prints the depth PCC and max relative error against the torch-cpu fp32 engine on
 file size, the conversion time and the static mobile-GPU check. Weights: rule-v1 + X1 synthetic
 values (models/weight_rule.py; times do not depend on them, PCC needs non-degenerate outputs).
 
-    .venv/bin/python benchmarks/bench_edge_export.py [--models da3-small] [--sizes 280x504,896x504]
+    .venv/bin/python -m benchmarks.bench_edge_export [--models da3-small] [--sizes 280x504,896x504]
         [--threads 2] [--runs 3] [--keep DIR [--reuse]] [--no-onnx]
 
 Sizes: 280x504 (the tests' size) and 896x504, the native-aspect portrait size a phone ships.

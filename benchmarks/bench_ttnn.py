@@ -6,9 +6,13 @@ stages of `infer` (upload, enqueue, device+readback, unpack) as percentiles; bar
 node's host overhead relative to the engine (docs/design.md §4 target: <= 10 %). Targets: DA3
 <= 15 ms per frame, DUSt3R pair <= 28 ms.
 
-    .venv/bin/python benchmarks/bench_ttnn.py --model da3metric-large --shape 280x504 \
-        [--camera 480x640] [--weights PATH] [--dtype bfloat16|bfloat8_b|...] [--frames 200] \
-        [--json out.json]
+    PYTHONPATH=test .venv/bin/python -m benchmarks.bench_ttnn --model da3metric-large \
+        --shape 280x504 [--camera 480x640] [--weights PATH] [--dtype bfloat16|bfloat8_b|...] \
+        [--frames 200] [--json out.json]
+
+The node's host overhead runs the depth node with the tests' known-depth engine double
+(bench_depth_host_overhead): test/ on PYTHONPATH; without it that figure is left out and the
+output says why (`--no-node-overhead` leaves it out).
 
 `--camera HxW` (DA3) measures what the depth node runs on the camera grid: the camera frame
 uploaded as it came and resized on the device inside the trace (`infer_camera`; the network size
@@ -35,9 +39,6 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / 'test')]
-
 
 def _pct(xs, q):
     return float(np.percentile(np.asarray(xs) * 1e3, q))
@@ -52,8 +53,8 @@ def host_overhead_ms(frames: int = 100) -> float | None:
     """Median host ms per 640x480 frame of the depth node without the network (ROS in-process)."""
     try:
         import rclpy
-        sys.path.insert(0, str(ROOT / 'benchmarks'))
-        from bench_depth_host_overhead import run
+
+        from benchmarks.bench_depth_host_overhead import run
         rclpy.init()
         try:
             # the node's own work next to a ttnn DA3 engine, which resizes on its device

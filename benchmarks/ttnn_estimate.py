@@ -1,13 +1,13 @@
 """p150 cost ESTIMATE of the ttnn engine without a card (a roofline, never a measurement).
 
-    .venv/bin/python benchmarks/ttnn_estimate.py [--model da3-large --size 518x518 ...]
+    .venv/bin/python -m benchmarks.ttnn_estimate [--model da3-large --size 518x518 ...]
         [--camera 480x640 ...] [--grid 11x10|13x10] [--dtype PRESET] [--efficiency F]
         [--json OUT] [--from-json EARLIER_OUT]
 
 Runs one forward per size of the engine (tt_depth_ros.engines.ttnn, rule-v1 weights) through the
 REAL ttnn 0.81.1 library on a mock p150 (the dry run: devtools/ttnn/dryrun/driver.py, bridge.py,
 environment.py), reads every device op the traced forward ran from the library's graph capture
-(devtools/ttnn/dryrun/op_records.py) and prices it with benchmarks/ttnn_cost_model.py: per op group
+(devtools/ttnn/dryrun/op_records.py) and prices it with devtools/ttnn/cost_model.py: per op group
 (attention, MLP, norm, head, data movement, embed/other) the ideal roofline time, the time after
 the efficiency factor calibrated on tt-metal's Blackhole ViT-base demo, and what bounds it.
 Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384 (W x H; HxW
@@ -31,12 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / 'benchmarks')]
-
-import ttnn_cost_model as cost  # noqa: E402
-
-from devtools.ttnn.dryrun import driver  # noqa: E402  (the engine on the real library, mock p150)
+from devtools.ttnn import cost_model as cost
+from devtools.ttnn.dryrun import driver  # the engine on the real library, mock p150
 
 # Sizes are HxW. The DUSt3R pair "512x384" is DUSt3R's width x height: HxW 384x512.
 DEFAULT_RUNS = [('da3-large', ['518x518', '280x504']), ('dust3r-large', ['384x512'])]

@@ -1,6 +1,6 @@
 """Accuracy of every ttnn precision preset on the CPU stand-in vs the fp32 golden outputs (printed).
 
-    .venv/bin/python benchmarks/ttnn_precision_table.py --model da3-tiny [--model da3-large ...]
+    .venv/bin/python -m benchmarks.ttnn_precision_table --model da3-tiny [--model da3-large ...]
         [--preset fast --preset bfloat16 ...] [--variant 'fc1=HiFi2' --variant 'sdpa=LoFi/bf16']
         [--estimate-json ESTIMATE.json ...]
 
@@ -30,45 +30,44 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / 'test')]
+from tt_depth_ros.engines.parity import pcc
+
+FIXTURES = Path(__file__).resolve().parents[1] / 'test' / 'data'   # golden inputs and outputs
 
 GATES = {'da3': 0.9998, 'dust3r': 0.995}
 ENGINE = {'da3-tiny': 'da3metric-tiny', 'da3-large': 'da3metric-large',
           'dust3r-tiny': 'dust3r-tiny', 'dust3r-large': 'dust3r-vitl-512-dpt'}
 
 
-def pcc(a, b) -> float:
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
-                             np.asarray(b, np.float64).ravel())[0, 1])
-
-
 def measure(model: str, sd, dtype) -> dict:
     """One forward of `model` under precision `dtype` on the golden input -> PCC figures."""
-    from support import dust3r_data
-    from support.da3_fixtures import DATA as DA3_DATA
-    from support.da3_fixtures import load_png_rgb
+    import cv2
+    from PIL import Image
+
     from tt_depth_ros.engines.ttnn import build_ttnn_engine
     t0 = time.perf_counter()
     with build_ttnn_engine(ENGINE[model], state_dict=sd, dtype=dtype) as eng:
         if model.startswith('da3'):
             case = 'large_280x504' if model == 'da3-large' else 'tiny_280x504'
-            g = np.load(DA3_DATA / f'{case}.npz')
-            out = eng.infer(load_png_rgb(f'{case}.png'))
+            g = np.load(FIXTURES / 'da3' / f'{case}.npz')
+            bgr = cv2.imread(str(FIXTURES / 'da3' / f'{case}.png'), cv2.IMREAD_COLOR)
+            out = eng.infer(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
             ref = g['depth'][0]
             rel = np.abs(out['depth'] - ref) / ref
-            res = {'pcc': pcc(out['depth'], ref), 'max_rel': float(rel.max())}
+            res = {'pcc': pcc(ref, out['depth']), 'max_rel': float(rel.max())}
         else:
             name, hw = ('full_384x512_grid4', '384x512') if model == 'dust3r-large' else \
                 ('tiny_80x112', '80x112')
-            g = dust3r_data.fixture(name)
-            out = eng.infer(*dust3r_data.pair_u8(hw))
+            with np.load(FIXTURES / 'dust3r' / f'{name}.npz') as z:
+                g = {k: z[k] for k in z.files}
+            out = eng.infer(*(np.asarray(Image.open(FIXTURES / 'dust3r' / f'pairA_{hw}_view{i}.png')
+                                         .convert('RGB')) for i in (1, 2)))
             ps = []
             for v, key in ((1, 'pts3d'), (2, 'pts3d_in_other_view')):
                 pts = out[f'pts3d_{v}']
                 if 'rows' in g:
                     pts = pts[np.ix_(g['rows'], g['cols'])]
-                ps.append(pcc(pts, g[key][0]))
+                ps.append(pcc(g[key][0], pts))
             res = {'pcc': min(ps), 'pcc_views': ps}
     res['wall_s'] = round(time.perf_counter() - t0, 1)
     return res
@@ -84,9 +83,9 @@ def variant(spec: str, family: str = 'da3'):
     per head resize side; fp32w= / bf16w= set the
     float32 / bf16 weight groups.
     """
-    from tt_depth_ros.engines.ttnn.precision import parse_precision
+    from tt_depth_ros.engines.ttnn.precision import RoleSetting, parse_precision
     base = parse_precision('fast', family)
-    roles = {r[0]: tuple(r[1:]) for r in base.roles}
+    roles = {r.role: r for r in base.roles}
     fields = {}
     for item in spec.split(','):
         key, _, setting = (v.strip() for v in item.partition('='))
@@ -98,12 +97,12 @@ def variant(spec: str, family: str = 'da3'):
             fields['fp32_weights' if key == 'fp32w' else 'bf16_weights'] = tuple(
                 g for g in setting.split('+') if g)
         elif key.endswith('w') and key[:-1] in roles:           # e.g. fc1w=bfloat8_b
-            roles[key[:-1]] = roles[key[:-1]][:2] + (setting,)
+            roles[key[:-1]] = dataclasses.replace(roles[key[:-1]], weights=setting)
         else:
             fid, _, acc = setting.partition('/')
-            roles[key] = (fid, acc != 'bf16') + roles.get(key, ())[2:]
-    return dataclasses.replace(base, name=f'fast[{spec}]', **fields,
-                               roles=tuple((r,) + v for r, v in roles.items()))
+            old = roles.get(key, RoleSetting(key, fid))
+            roles[key] = dataclasses.replace(old, fidelity=fid, fp32_acc=acc != 'bf16')
+    return dataclasses.replace(base, name=f'fast[{spec}]', **fields, roles=tuple(roles.values()))
 
 
 def estimates(paths) -> dict:

@@ -1,4 +1,4 @@
-"""The p150 cost estimate (benchmarks/ttnn_estimate.py, ttnn_cost_model.py): math and pipeline.
+"""The p150 cost estimate (benchmarks/ttnn_estimate.py, devtools/ttnn/cost_model.py).
 
 The cost model on hand-made op records (matmul cycles at a fidelity, a DRAM-bound eltwise, the
 ViT-base calibration), and the whole estimate on the tiny DA3 engine through the real ttnn 0.81.1
@@ -10,10 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT / 'benchmarks')]
-import ttnn_cost_model as cost  # noqa: E402
+from devtools.ttnn import cost_model as cost
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def t(shape, dtype='BFLOAT16', buffer='DRAM'):
@@ -123,7 +122,7 @@ def test_calibration_on_the_vit_base_demo():
 
 def test_estimate_tiny_da3_through_the_real_library(side_python, tmp_path):
     out = tmp_path / 'estimate.json'
-    r = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'ttnn_estimate.py'),
+    r = subprocess.run([sys.executable, '-m', 'benchmarks.ttnn_estimate',
                         '--model', 'da3-tiny', '--size', '280x504', '--camera', '480x640',
                         '--json', str(out)],
                        capture_output=True, text=True, timeout=900, cwd=ROOT)

@@ -35,7 +35,7 @@ extract(graph, call, stack) returns one record per device op that ran a program:
 'shard_shape', 'bytes'}]),
 'math_fidelity', 'fp32_acc', 'cores' (from circular buffers; None: unknown), 'grid' (the compute
 grid [x, y]), 'chunks' (SDPA q/k chunk sizes), 'programs'}: the input of
-benchmarks/ttnn_cost_model.py.
+devtools/ttnn/cost_model.py.
 """
 from __future__ import annotations
 

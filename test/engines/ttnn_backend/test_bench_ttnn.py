@@ -1,20 +1,14 @@
 """benchmarks/bench_ttnn.py: reports "no device" without hardware; runs on the stand-in."""
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 def _bench():
-    spec = importlib.util.spec_from_file_location('bench_ttnn', ROOT / 'benchmarks' /
-                                                  'bench_ttnn.py')
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module('benchmarks.bench_ttnn')
 
 
 def test_reports_no_device(monkeypatch, capsys):

@@ -73,7 +73,7 @@ def sdpa_split(batch: int, heads: int, chunks: int, cores: int) -> tuple[int, in
     tt-metal's sdpa_program_factory parallelises batch first, then heads, then Q chunks: batch
     factor min(B, cores), head factor min(cores / that, heads), Q factor min(cores / both,
     chunks), each core taking the ceiling of its share (16 heads on 110 cores: 96 busy). The
-    p150 cost estimate prices SDPA with the same split (benchmarks/ttnn_cost_model.py).
+    p150 cost estimate prices SDPA with the same split (devtools/ttnn/cost_model.py).
     """
     bf = min(batch, cores)
     hf = min(cores // bf, heads)

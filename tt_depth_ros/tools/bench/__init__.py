@@ -10,10 +10,10 @@ weights can be had. Benchmarks print figures and never assert.
 Two homes for benchmarks, on purpose: this package holds what an installed package can run on any
 bag. The model and engine micro-benchmarks (forward time vs the upstream implementation, the ttnn
 trace, the depth node's host overhead, any-view window accuracy) live in benchmarks/ at the
-repository root, because they read test/ fixtures (test/data images, test/support weights and
+repository root, because they read test/ fixtures (test/data images, devtools/ checkpoints and
 the ttnn stand-in, the test/support/fake_engines doubles) or install the upstream reference code,
 which the installed package must not depend on. They run from a source checkout:
-`.venv/bin/python benchmarks/<name>.py`.
+`.venv/bin/python -m benchmarks.<name>`.
 
 May import anything below tools, and tools.bag/eval.
 """
