@@ -105,6 +105,15 @@ class Precision:
     resize_hi_lo: bool = True      # a bf16 head's resizes as bf16 hi + lo matrices (resize.py)
     mask: str = _BF16              # the SDPA key mask (0 stays 0 in a block float, -1e9 huge)
     l1_resize: bool = False        # a head resize's intermediates in L1 when they fit (resize.py)
+    # The measured ports' structural levers (docs/ttnn-levers.md), each off unless named:
+    fused_residual: bool = False   # proj / fc2 add the residual (LayerScale as the gate) in
+    #                                dit_minimal_matmul_addcmul_fused (layers/block.py)
+    block_sharded: bool = False    # encoder residual stream block-sharded in L1, sharded
+    #                                LayerNorm and matmul configs (config.block_shard)
+    mask_free_sdpa: bool = False   # the token stream keeps its real length: SDPA masks the tile
+    #                                padding in its kernel, no mask tensor (config.shape_config)
+    rope_kernel: bool = False      # RoPE as rotary_embedding_llama, the channel permutation
+    #                                folded into the q/k weight rows (layers/rope2d.py)
 
     def __post_init__(self):
         bad = [getattr(r, 'role', r) for r in self.roles
