@@ -1,6 +1,6 @@
-"""The README documents the nodes' parameters and the launch arguments exactly as declared.
+"""The README documents the nodes' parameters, and docs/nodes.md the launch arguments, as declared.
 
-`python test/test_readme.py` prints the launch-argument tables (README "Launch files").
+`python test/test_readme.py` prints the launch-argument tables (docs/nodes.md "Launch files").
 """
 import ast
 import re
@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from tt_depth_ros.ros.depth import node as depth_node
-from tt_depth_ros.ros.pair import node as pair_node
+from tt_depth_ros.ros.depth import params as depth_params
+from tt_depth_ros.ros.pair import params as pair_params
 
 README = Path(__file__).resolve().parents[1] / 'README.md'
+NODES_DOC = README.parent / 'docs' / 'nodes.md'     # the launch-argument tables
 LAUNCH_DIR = README.parent / 'launch'
 LAUNCH_FILES = sorted(p.name for p in LAUNCH_DIR.glob('*.launch.py'))
 
 
-@pytest.mark.parametrize('tag, generate', [('depth-params', depth_node.params_markdown),
-                                           ('pair-params', pair_node.params_markdown)])
+@pytest.mark.parametrize('tag, generate', [('depth-params', depth_params.params_markdown),
+                                           ('pair-params', pair_params.params_markdown)])
 def test_parameter_tables_are_current(tag, generate):
     text = README.read_text()
     found = re.search(r'<!-- %s:begin[^\n]*-->\n(.*?)<!-- %s:end -->' % (tag, tag), text, re.S)
@@ -57,7 +58,7 @@ def launch_arguments(name: str) -> list[tuple[str, str, str]]:
 
 
 def launch_args_markdown(name: str) -> str:
-    """The README table of launch/<name>'s arguments."""
+    """The docs/nodes.md table of launch/<name>'s arguments."""
     rows = ['| argument | default | description |', '|---|---|---|']
     for arg, default, desc in launch_arguments(name):
         shown = f'`{default}`' if default else "`''` = not given (config file, else node default)"
@@ -67,12 +68,12 @@ def launch_args_markdown(name: str) -> str:
 
 @pytest.mark.parametrize('name', LAUNCH_FILES)
 def test_launch_argument_tables_are_current(name):
-    text = README.read_text()
+    text = NODES_DOC.read_text()
     found = re.search(r'<!-- launch-args:%s:begin[^\n]*-->\n(.*?)<!-- launch-args:%s:end -->'
                       % (re.escape(name), re.escape(name)), text, re.S)
-    assert found, f'README lacks the launch-args:{name} block'
+    assert found, f'docs/nodes.md lacks the launch-args:{name} block'
     assert found.group(1).strip() == launch_args_markdown(name).strip(), (
-        f'README table of {name} is stale: regenerate it with python test/test_readme.py')
+        f'docs/nodes.md table of {name} is stale: regenerate it with python test/test_readme.py')
 
 
 @pytest.mark.parametrize('name', LAUNCH_FILES)

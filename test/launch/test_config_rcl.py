@@ -14,10 +14,8 @@ import yaml
 from rclpy.parameter import Parameter
 
 from support.procs import ROOT
-from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
-from tt_depth_ros.ros.pair.node import PairNode
-from tt_depth_ros.ros.pair.params import PAIR_PARAMS
-from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS, with_defaults
+from tt_depth_ros.ros.depth.params import DEPTH_NODE_PARAMS, DepthParams
+from tt_depth_ros.ros.pair.params import PAIR_NODE_PARAMS, PairParams
 from tt_depth_ros.ros.runtime.params import ParamTable
 from tt_depth_ros.ros.runtime.process.launch_overrides import (
     given_overrides,
@@ -26,12 +24,12 @@ from tt_depth_ros.ros.runtime.process.launch_overrides import (
 )
 
 pytestmark = pytest.mark.ros
-DEPTH_SPECS = list(COMMON_PARAMS) + list(DEPTH_PARAMS)
-PAIR_SPECS = with_defaults(COMMON_PARAMS, PairNode.COMMON_DEFAULTS) + list(PAIR_PARAMS)
+DEPTH_SPECS = list(DEPTH_NODE_PARAMS)
+PAIR_SPECS = list(PAIR_NODE_PARAMS)
 _names = itertools.count()
 
 
-def rcl_read(path, specs=None):
+def rcl_read(path, specs=None, values_type=None):
     """(values as rcl parsed `path`, errors of declaring `specs` on them like the nodes do)."""
     ctx = rclpy.Context()
     rclpy.init(args=['--ros-args', '--params-file', str(path)], context=ctx)
@@ -45,21 +43,22 @@ def rcl_read(path, specs=None):
             node.destroy_node()
             return values, types
         node = rclpy.create_node(f'rcl_probe_{next(_names)}', context=ctx)
-        table = ParamTable(node)
+        table = ParamTable(node, values_type)
         for spec in specs:
             table.declare(spec)
         errors = table.read()
-        values = dict(table.values)
+        values = table.values.as_dict()
         node.destroy_node()
         return values, errors
     finally:
         rclpy.try_shutdown(context=ctx)
 
 
-@pytest.mark.parametrize('name, specs', [('depth.yaml', DEPTH_SPECS), ('pair.yaml', PAIR_SPECS)])
-def test_config_file_declares_cleanly_through_rcl(name, specs):
+@pytest.mark.parametrize('name, specs, values_type', [('depth.yaml', DEPTH_SPECS, DepthParams),
+                                                      ('pair.yaml', PAIR_SPECS, PairParams)])
+def test_config_file_declares_cleanly_through_rcl(name, specs, values_type):
     path = ROOT / 'config' / name
-    values, errors = rcl_read(path, specs)
+    values, errors = rcl_read(path, specs, values_type)
     assert errors == [], f'config/{name} as rcl reads it: {errors}'
     intended = yaml.safe_load(path.read_text())['/**']['ros__parameters']
     assert set(intended) <= {s.name for s in specs}, f'config/{name} sets undeclared parameters'

@@ -76,6 +76,14 @@ class ScaledDepth:
         """A relative frame whose scale source gave no scale (nothing goes on `depth`)."""
         return self.scale is not None and not self.scale.ok
 
+    @property
+    def failure_message(self) -> str:
+        """Why a relative frame has no metric depth (the [scale] reject), else ''."""
+        if not self.scale_failed:
+            return ''
+        return (f'no {self.scale.source} scale for this frame (depth_relative published, '
+                f'nothing on depth): {self.scale.reason}')
+
 
 def focal_figures(frame: DepthFrame) -> dict:
     """/diagnostics: which focal set the geometry and how far the model's estimate is from it."""

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
-from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+from tt_depth_ros.ros.depth.params import DEPTH_NODE_PARAMS
 
 ROOT = Path(__file__).resolve().parents[3]
 TEST_ONLY = {'engine_plugin', 'engine_plugin_args'}
@@ -19,7 +18,7 @@ TEST_ONLY = {'engine_plugin', 'engine_plugin_args'}
 def test_yaml_matches_declared_parameters():
     doc = yaml.safe_load((ROOT / 'config' / 'depth.yaml').read_text())
     values = doc['/**']['ros__parameters']
-    specs = {s.name: s for s in COMMON_PARAMS + DEPTH_PARAMS}
+    specs = {s.name: s for s in DEPTH_NODE_PARAMS}
     assert set(values) == set(specs) - TEST_ONLY
     for name, value in values.items():
         spec = specs[name]

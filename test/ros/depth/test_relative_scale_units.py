@@ -12,6 +12,7 @@ from tt_depth_ros.models.kind import ModelKind
 from tt_depth_ros.pipelines.depth import engine_kind
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings, relative_scale
 from tt_depth_ros.ros.depth.kind_rules import check_kind_params
+from tt_depth_ros.ros.depth.params import DepthParams
 
 
 def _floor_and_wall(pitch_deg, height=1.6, wall=10.0, h=120, w=160, f=120.0, unit=3.0):
@@ -75,10 +76,7 @@ def test_depth_source_median_ratio_and_missing_image():
 
 
 def _params(**params):
-    p = {'model': 'm', 'scale_source': 'none', 'focal_source': 'auto',
-         'camera_height_m': 0.0, 'camera_height_frame': ''}
-    p.update(params)
-    return p
+    return DepthParams(**{'model': 'm', **params})
 
 
 @pytest.mark.parametrize('kind, params, match', [

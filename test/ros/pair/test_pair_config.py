@@ -7,12 +7,10 @@ from pathlib import Path
 
 import yaml
 
-from tt_depth_ros.ros.pair.node import PairNode
-from tt_depth_ros.ros.pair.params import PAIR_PARAMS
-from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
+from tt_depth_ros.ros.pair.params import PAIR_NODE_PARAMS
 
 ROOT = Path(__file__).resolve().parents[3]
-SPECS = {s.name: s for s in COMMON_PARAMS + PAIR_PARAMS}
+SPECS = {s.name: s for s in PAIR_NODE_PARAMS}
 
 
 def test_pair_yaml_keys_are_declared_with_matching_types_and_defaults():
@@ -20,7 +18,7 @@ def test_pair_yaml_keys_are_declared_with_matching_types_and_defaults():
     for key, value in values.items():
         assert key in SPECS, f'config/pair.yaml sets undeclared parameter {key!r}'
         spec = SPECS[key]
-        default = PairNode.COMMON_DEFAULTS.get(key, spec.default)
+        default = spec.default
         assert type(value) is type(default), (key, value, default)
         assert spec.check(value) is None
         assert value == default, f'{key}: yaml {value!r} != node default {default!r}'

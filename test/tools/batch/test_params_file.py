@@ -9,7 +9,7 @@ from tt_depth_ros.tools.batch.params_file import ParamsFileError, load_node_para
 def test_the_pair_file_is_the_pair_nodes_with_its_defaults():
     node, values = load_node_params(ROOT / 'config' / 'pair.yaml')
     assert node == 'pair'
-    assert values['model'] == 'dust3r-vitl-512-dpt' and values['mode'] == 'stereo'
+    assert values.model == 'dust3r-vitl-512-dpt' and values.mode == 'stereo'
 
 
 def test_the_node_is_told_by_section_name_model_or_own_parameter(tmp_path):

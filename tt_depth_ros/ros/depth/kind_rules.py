@@ -14,19 +14,19 @@ NO_INFO_RELATIVE = 'using the default focal; the point geometry is approximate'
 
 def check_kind_params(p, kind: ModelKind) -> None:
     """Raise ValueError for depth node values `p` that a model of `kind` cannot honour."""
-    model = p['model']
+    model = p.model
     if kind is ModelKind.METRIC:
-        if p['scale_source'] != 'none':
-            raise ValueError(f"scale_source={p['scale_source']!r} is for relative-depth "
+        if p.scale_source != 'none':
+            raise ValueError(f"scale_source={p.scale_source!r} is for relative-depth "
                              f'models; {model!r} predicts metres already (use none)')
-    if kind is ModelKind.NESTED and p['scale_source'] != 'none':
-        raise ValueError(f"scale_source={p['scale_source']!r}: {model!r} predicts metres "
+    if kind is ModelKind.NESTED and p.scale_source != 'none':
+        raise ValueError(f"scale_source={p.scale_source!r}: {model!r} predicts metres "
                          '(NESTED); use none')
-    if not kind.estimates_intrinsics and p['focal_source'] == 'estimated':
+    if not kind.estimates_intrinsics and p.focal_source == 'estimated':
         raise ValueError(f"focal_source='estimated': {model!r} does not estimate intrinsics "
                          '(any-view and NESTED models do)')
-    if p['scale_source'] == 'camera_height' and not (p['camera_height_m'] > 0 or
-                                                      p['camera_height_frame']):
+    if p.scale_source == 'camera_height' and not (p.camera_height_m > 0 or
+                                                      p.camera_height_frame):
         raise ValueError('scale_source=camera_height needs camera_height_m > 0 (metres, '
                          'optical centre above the ground) or camera_height_frame (TF)')
 

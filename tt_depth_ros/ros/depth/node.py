@@ -16,71 +16,35 @@ from __future__ import annotations
 
 import time
 
-from tt_depth_ros.geometry.depth.metric_depth import SKY_MODES
 from tt_depth_ros.models.kind import ModelKind
 from tt_depth_ros.pipelines.depth import DA3FramePath, FrameOptions, engine_kind
 from tt_depth_ros.pipelines.depth_scale import scale_depth_frame
-from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
-from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
-from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.figures import DepthFigures
 from tt_depth_ros.ros.depth.kind_rules import (
     check_kind_params,
     no_camera_info_fallback,
     uses_model_intrinsics,
 )
+from tt_depth_ros.ros.depth.params import (
+    DEPTH_NODE_PARAMS,
+    DepthParams,
+    depth_frame_options,
+    relative_scale_settings,
+    validate_depth_params,
+)
 from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs
 from tt_depth_ros.ros.msgs.cloud import CloudBuffer
 from tt_depth_ros.ros.msgs.depth_outputs import depth_output_msgs, depth_topics
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
-from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
 from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
-from tt_depth_ros.ros.runtime.params import ParamSpec
-from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
-
-DEPTH_PARAMS = (
-    ParamSpec('onnx_provider', 'CPUExecutionProvider', 'backend onnxruntime: the execution '
-              'provider (e.g. CUDAExecutionProvider, TensorrtExecutionProvider); one not '
-              'installed fails configure, listing the available ones (no fallback).'),
-    ParamSpec('process_res', 504, 'Long side of the network input (upstream upper-bound resize, '
-              'snapped to multiples of 14).', int_range=(14, 4096)),
-    ParamSpec('network_height', 0, 'Fixed network input height (multiple of 14, with '
-              'network_width); 0 = from process_res.', int_range=(0, 4096)),
-    ParamSpec('network_width', 0, 'Fixed network input width (multiple of 14); 0 = auto.',
-              int_range=(0, 4096)),
-    ParamSpec('expected_width', 0, 'Camera width to prepare the engine for at configure; 0 = '
-              'prepare on the first frame.', int_range=(0, 16384)),
-    ParamSpec('expected_height', 0, 'Camera height to prepare at configure; 0 = first frame.',
-              int_range=(0, 16384)),
-    ParamSpec('output_resolution', 'camera', "'camera' resamples depth to the input size; "
-              "'network' publishes the network grid (CameraInfo scaled to match).",
-              choices=('camera', 'network'), runtime=True),
-    ParamSpec('sky_mode', 'inf', "Sky pixels: 'inf' (+Inf, REP 117 no return), 'nan' "
-              "(invalid) or 'keep' (predicted depth).", choices=SKY_MODES, runtime=True),
-    ParamSpec('sky_threshold', 0.3, 'Sky score at or above which a pixel is sky (upstream 0.3).',
-              float_range=(0.0, 100.0), runtime=True),
-    ParamSpec('max_depth_m', 0.0, 'Depth beyond this becomes +Inf; 0 = no limit.',
-              float_range=(0.0, 1e6), runtime=True),
-    ParamSpec('depth_encoding', '32FC1', "'32FC1' metres (NaN invalid, +Inf no return) or "
-              "'16UC1' millimetres (0 invalid).", choices=('32FC1', '16UC1'), runtime=True),
-    ParamSpec('points_enable', True, 'Publish the organized PointCloud2 on points.',
-              runtime=True),
-    ParamSpec('points_format', 'xyz', "'xyz' (point_step 16) or 'xyzrgb' (rgb at 16, step 32).",
-              choices=('xyz', 'xyzrgb'), runtime=True),
-    ParamSpec('points_decimation', 1, 'Keep every n-th row and column (cloud stays organized).',
-              int_range=(1, 64), runtime=True),
-    ParamSpec('points_max_range_m', 0.0, 'Points beyond this range become NaN; 0 = no limit.',
-              float_range=(0.0, 1e6), runtime=True),
-    ParamSpec('colorized_enable', False, 'Publish an rgb8 turbo preview on depth/colorized.',
-              runtime=True),
-    ParamSpec('colorized_max_m', 0.0, 'Far end of the preview colour scale; 0 = per frame.',
-              float_range=(0.0, 1e6), runtime=True),
-) + COMPRESSED_DEPTH_PARAMS + FAMILY_DEPTH_PARAMS
 
 
 class DepthNode(PerceptionLifecycleNode):
     """Monocular depth (any DA3 model) as a lifecycle node; see the module docstring."""
+
+    PARAM_SPECS = DEPTH_NODE_PARAMS
+    PARAMS_TYPE = DepthParams
 
     def __init__(self, node_name: str = 'depth_node', **kwargs) -> None:
         """Declare parameters; nothing heavy happens before configure."""
@@ -92,10 +56,6 @@ class DepthNode(PerceptionLifecycleNode):
         self.figures = DepthFigures()
         self.camera_info_sub = None
         super().__init__(node_name, **kwargs)
-
-    def node_param_specs(self) -> list[ParamSpec]:
-        """Depth-specific parameters (see README)."""
-        return list(DEPTH_PARAMS)
 
     def validate(self) -> list[str]:
         """Fixed network size must be both-or-neither and multiples of 14."""
@@ -122,7 +82,7 @@ class DepthNode(PerceptionLifecycleNode):
         return plan.resize if plan is not None else None
 
     def _expected_plan(self):
-        w, h = self.params['expected_width'], self.params['expected_height']
+        w, h = self.params.expected_width, self.params.expected_height
         return self.frame_path.plan((h, w), self.frame_options()) if w and h else None
 
     def frame_options(self) -> FrameOptions:
@@ -139,9 +99,9 @@ class DepthNode(PerceptionLifecycleNode):
         self.camera_info_sub = self.subscribe_camera_info('camera_info', 'camera')
         self.subscribe_image('image', self._on_image)
         self.side_inputs.clear()
-        if self.params['scale_source'] == 'depth':
+        if self.params.scale_source == 'depth':
             self.subscribe_metric_depth(self.side_inputs.metric_depth)
-        if self.params['scale_source'] == 'camera_height' and self.params['camera_height_frame']:
+        if self.params.scale_source == 'camera_height' and self.params.camera_height_frame:
             self.subscribe_tf(self.side_inputs.tf)
 
     def _on_image(self, msg) -> None:
@@ -170,9 +130,9 @@ class DepthNode(PerceptionLifecycleNode):
         frame = self.frame_path(view.rgb, self.frame_path.intrinsics(view.K, view.tx), options,
                                 border=view.border, plan=plan)
         scaled = scale_depth_frame(
-            self.kind, frame, relative_scale_settings(p), p['min_confidence'],
-            p['max_depth_m'],
-            self.side_inputs.for_frame(p, msg.header, p['metric_depth_wait_s']))
+            self.kind, frame, relative_scale_settings(p), p.min_confidence,
+            p.max_depth_m,
+            self.side_inputs.for_frame(p, msg.header, p.metric_depth_wait_s))
         t2 = time.perf_counter()
         for topic, out in depth_output_msgs(p, msg.header, scaled, self._listening,
                                             self._cloud_buffer):
@@ -180,7 +140,7 @@ class DepthNode(PerceptionLifecycleNode):
         t3 = time.perf_counter()
         self.figures.record(scaled)
         if scaled.scale_failed:
-            self.reject('scale', scale_failure_message(scaled.scale))
+            self.reject('scale', scaled.failure_message)
             return
         stages = {'decode': t1 - t0, **frame.timings, 'publish': t3 - t2}
         now = self.get_clock().now().nanoseconds
@@ -191,7 +151,7 @@ class DepthNode(PerceptionLifecycleNode):
 
         The CameraInfo of its stamp (rectified when D != 0), or K None for the model's estimate.
         """
-        if uses_model_intrinsics(self.kind, self.params['focal_source'],
+        if uses_model_intrinsics(self.kind, self.params.focal_source,
                                  self._camera_info_known()):
             return CameraView(rgb, None, 0.0, None)
         return self.camera_view('camera', rgb, stamp, fallback=no_camera_info_fallback(self.kind))
@@ -203,13 +163,13 @@ class DepthNode(PerceptionLifecycleNode):
         CameraInfo publisher exists (its first message may trail the image); a camera without
         one never waits and uses the model's estimate at once.
         """
-        if not self.kind.estimates_intrinsics or self.params['focal_source'] != 'auto':
+        if not self.kind.estimates_intrinsics or self.params.focal_source != 'auto':
             return True
         if self.camera_infos.has_any('camera'):
             return True
         if not self.count_publishers(self.camera_info_sub.topic_name):
             return False
-        return self.camera_infos.wait_any('camera', self.params['camera_info_wait_s'])
+        return self.camera_infos.wait_any('camera', self.params.camera_info_wait_s)
 
     def _listening(self, topic: str) -> bool:
         pub = self._pubs.get(topic)
@@ -220,49 +180,7 @@ class DepthNode(PerceptionLifecycleNode):
         if self.kind is None or self.kind is ModelKind.METRIC:
             return {}
         return {**self.figures.snapshot(), 'model_kind': self.kind.value,
-                'scale_source_configured': self.params['scale_source'],
-                'focal_source_configured': self.params['focal_source']}
+                'scale_source_configured': self.params.scale_source,
+                'focal_source_configured': self.params.focal_source}
 
-
-def validate_depth_params(p: dict) -> list[str]:
-    """Cross-parameter errors of depth node values `p` (network and expected sizes both-or-neither).
-
-    The node's configure and tt-depth-batch's parameter file check both call this.
-    """
-    nh, nw = p['network_height'], p['network_width']
-    errors = []
-    if (nh == 0) != (nw == 0):
-        errors.append('network_height and network_width must both be 0 or both be set')
-    elif nh and (nh % 14 or nw % 14):
-        errors.append(f'network size {nh}x{nw} must be multiples of 14')
-    if bool(p['expected_width']) != bool(p['expected_height']):
-        errors.append('expected_width and expected_height must both be 0 or both be set')
-    return errors
-
-
-def depth_frame_options(p: dict, is_metric: bool) -> FrameOptions:
-    """The DA3 frame path's options from depth node values `p` (the node and tt-depth-batch)."""
-    fixed = (p['network_height'], p['network_width'])
-    return FrameOptions(process_res=p['process_res'], fixed_size=fixed if fixed[0] else None,
-                        sky_mode=p['sky_mode'], sky_threshold=p['sky_threshold'],
-                        max_depth_m=(p['max_depth_m'] or None) if is_metric else None,
-                        output=p['output_resolution'], nested_focal_rescale=True)
-
-
-def relative_scale_settings(p: dict) -> RelativeScaleSettings:
-    """The relative kinds' scale source and options from depth node values `p`."""
-    return RelativeScaleSettings(p['scale_source'], p['min_scale_support'], p['camera_height_m'],
-                                 p['ground_max_tilt_deg'], p['ground_tolerance'],
-                                 p['ground_min_inlier_ratio'])
-
-
-def scale_failure_message(scale) -> str:
-    """The [scale] reject of a relative frame without a metric scale."""
-    return (f'no {scale.source} scale for this frame (depth_relative published, nothing on '
-            f'depth): {scale.reason}')
-
-
-def params_markdown() -> str:
-    """The depth node's parameter table in Markdown (README material)."""
-    return _params_markdown(COMMON_PARAMS + DEPTH_PARAMS)
 

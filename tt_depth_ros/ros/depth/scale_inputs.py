@@ -31,11 +31,11 @@ class ScaleSideInputs:
         Waits up to `metric_wait_s` for the metric image of its stamp (0 offline: the bag's
         look-ahead already delivered it).
         """
-        if p['scale_source'] == 'depth':
+        if p.scale_source == 'depth':
             return ScaleInputs(metric_depth=self.metric_depth.image_for(
                 stamp_to_ns(header.stamp), metric_wait_s))
-        if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
-            height = camera_height(self.tf, p['camera_height_frame'], header.frame_id)
+        if p.scale_source == 'camera_height' and p.camera_height_frame:
+            height = camera_height(self.tf, p.camera_height_frame, header.frame_id)
             if height.metres is None:
                 return ScaleInputs(camera_height_missing=height.why_not)
             return ScaleInputs(camera_height_m=height.metres)

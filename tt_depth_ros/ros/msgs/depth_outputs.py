@@ -50,16 +50,16 @@ def depth_topics(p, kind: ModelKind) -> dict[str, type]:
     """
     if kind is ModelKind.METRIC:
         topics = {DEPTH: Image}
-        if p['compressed_depth']:
+        if p.compressed_depth:
             topics[COMPRESSED] = CompressedImage
         return {**topics, INFO: CameraInfo, POINTS: PointCloud2, COLORIZED: Image}
     topics = {COLORIZED: Image}
     if kind.is_relative_depth:
         topics.update({DEPTH_RELATIVE: Image, INFO_RELATIVE: CameraInfo,
                        POINTS_RELATIVE: PointCloud2})
-    if kind.is_metric or p['scale_source'] != 'none':
+    if kind.is_metric or p.scale_source != 'none':
         topics.update({DEPTH: Image, INFO: CameraInfo, POINTS: PointCloud2})
-        if p['compressed_depth']:
+        if p.compressed_depth:
             topics[COMPRESSED] = CompressedImage
     if kind.estimates_intrinsics:
         topics.update({CONFIDENCE: Image, INFO_ESTIMATED: CameraInfo})
@@ -69,21 +69,21 @@ def depth_topics(p, kind: ModelKind) -> dict[str, type]:
 def metric_output_types(p) -> dict[str, type]:
     """{relative topic: message class} of a metric model's frame with parameter values `p`."""
     out = {DEPTH: Image}
-    if p['compressed_depth']:
+    if p.compressed_depth:
         out[COMPRESSED] = CompressedImage
     out[INFO] = CameraInfo
-    if p['points_enable']:
+    if p.points_enable:
         out[POINTS] = PointCloud2
-    if p['colorized_enable']:
+    if p.colorized_enable:
         out[COLORIZED] = Image
     return out
 
 
 def compressed_depth_for(p, depth, header) -> CompressedImage:
     """The compressedDepth twin of a metric depth image, per the compressed_depth_* parameters."""
-    return compressed_depth_msg(depth, header, p['depth_encoding'], p['compressed_depth_max_m'],
-                                p['compressed_depth_quantization'],
-                                p['compressed_depth_png_level'])
+    return compressed_depth_msg(depth, header, p.depth_encoding, p.compressed_depth_max_m,
+                                p.compressed_depth_quantization,
+                                p.compressed_depth_png_level)
 
 
 def depth_output_msgs(p, header, scaled: ScaledDepth,
@@ -111,20 +111,20 @@ def depth_output_msgs(p, header, scaled: ScaledDepth,
     if scaled.relative is not None:
         yield DEPTH_RELATIVE, depth_image_msg(scaled.relative, header)
         yield INFO_RELATIVE, camera_info_for(K, w, h, header, tx)
-        if p['points_enable'] and listening(POINTS_RELATIVE):
+        if p.points_enable and listening(POINTS_RELATIVE):
             yield POINTS_RELATIVE, _masked_cloud(p, scaled.relative, scaled.mask, K, header,
                                                  frame.image)
     metric = scaled.metric
     if metric is not None:
-        yield DEPTH, depth_image_msg(metric, header, p['depth_encoding'])
-        if p['compressed_depth'] and listening(COMPRESSED):
+        yield DEPTH, depth_image_msg(metric, header, p.depth_encoding)
+        if p.compressed_depth and listening(COMPRESSED):
             yield COMPRESSED, compressed_depth_for(p, metric, header)
         yield INFO, camera_info_for(K, w, h, header, tx)
-        if p['points_enable'] and listening(POINTS):
+        if p.points_enable and listening(POINTS):
             yield POINTS, _masked_cloud(p, metric, scaled.mask, K, header, frame.image)
-    if p['colorized_enable'] and listening(COLORIZED):
+    if p.colorized_enable and listening(COLORIZED):
         shown = metric if metric is not None else scaled.relative
-        preview = colorize_depth(shown, None, p['colorized_max_m'] or None)
+        preview = colorize_depth(shown, None, p.colorized_max_m or None)
         yield COLORIZED, rgb_image_msg(preview, header)
 
 
@@ -136,16 +136,16 @@ def metric_output_msgs(p, header, frame, listening: Callable[[str], bool] = lamb
     """
     depth, K = frame.depth, frame.K
     h, w = depth.shape
-    yield DEPTH, depth_image_msg(depth, header, p['depth_encoding'])
-    if p['compressed_depth'] and listening(COMPRESSED):
+    yield DEPTH, depth_image_msg(depth, header, p.depth_encoding)
+    if p.compressed_depth and listening(COMPRESSED):
         yield COMPRESSED, compressed_depth_for(p, depth, header)
     yield INFO, camera_info_for(K, w, h, header, tx=frame.tx)
-    if p['points_enable'] and listening(POINTS):
-        rgb = frame.image if p['points_format'] == 'xyzrgb' else None
-        yield POINTS, depth_cloud_msg(depth, K, header, rgb, p['points_decimation'],
-                                      p['points_max_range_m'] or None, buffer=cloud_buffer)
-    if p['colorized_enable'] and listening(COLORIZED):
-        preview = colorize_depth(depth, None, p['colorized_max_m'] or None)
+    if p.points_enable and listening(POINTS):
+        rgb = frame.image if p.points_format == 'xyzrgb' else None
+        yield POINTS, depth_cloud_msg(depth, K, header, rgb, p.points_decimation,
+                                      p.points_max_range_m or None, buffer=cloud_buffer)
+    if p.colorized_enable and listening(COLORIZED):
+        preview = colorize_depth(depth, None, p.colorized_max_m or None)
         yield COLORIZED, rgb_image_msg(preview, header)
 
 
@@ -153,6 +153,6 @@ def _masked_cloud(p, depth: np.ndarray, mask: np.ndarray, K: np.ndarray, header,
                   image: np.ndarray) -> PointCloud2:
     """The cloud of the confident pixels (sky's +Inf kept: REP 117 no return)."""
     kept = np.where(mask | np.isposinf(depth), depth, np.float32(np.nan))
-    rgb = image if p['points_format'] == 'xyzrgb' else None
-    return depth_cloud_msg(kept, K, header, rgb, p['points_decimation'],
-                           p['points_max_range_m'] or None)
+    rgb = image if p.points_format == 'xyzrgb' else None
+    return depth_cloud_msg(kept, K, header, rgb, p.points_decimation,
+                           p.points_max_range_m or None)

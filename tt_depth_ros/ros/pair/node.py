@@ -35,28 +35,30 @@ import time
 from typing import NamedTuple
 
 from tt_depth_ros.geometry.pointmap.scale import METRIC_SOURCES
-from tt_depth_ros.geometry.pose.keyframes import KeyframePolicy
-from tt_depth_ros.pipelines.pair_anyview import ANYVIEW_PAIR_MODELS, make_pair_pipeline
-from tt_depth_ros.pipelines.pair_dust3r import PairSettings
+from tt_depth_ros.pipelines.pair_anyview import make_pair_pipeline
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.host import PairHost
 from tt_depth_ros.ros.pair.outputs import PairOutputs
-from tt_depth_ros.ros.pair.params import DUST3R_MODELS, PAIR_PARAMS
+from tt_depth_ros.ros.pair.params import (
+    PAIR_NODE_PARAMS,
+    PairParams,
+    pair_engine_views,
+    pair_settings,
+    validate_pair_params,
+)
 from tt_depth_ros.ros.pair.steps import PairSteps
 from tt_depth_ros.ros.pair.stereo import StereoMode
 from tt_depth_ros.ros.pair.temporal import TemporalMode
-from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthImages
 from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
-from tt_depth_ros.ros.runtime.params import ParamSpec
-from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 
 
 class PairNode(PerceptionLifecycleNode):
     """DUSt3R / DA3 any-view stereo and temporal reconstruction node; see the module docstring."""
 
-    COMMON_DEFAULTS = {'model': 'dust3r-vitl-512-dpt'}
+    PARAM_SPECS = PAIR_NODE_PARAMS
+    PARAMS_TYPE = PairParams
 
     def __init__(self, node_name: str = 'pair_node', **kwargs) -> None:
         """Declare parameters; nothing heavy happens before configure."""
@@ -68,10 +70,6 @@ class PairNode(PerceptionLifecycleNode):
         super().__init__(node_name, **kwargs)
 
     # ---- configuration --------------------------------------------------------------------
-    def node_param_specs(self) -> list[ParamSpec]:
-        """Pair-node parameters (see README)."""
-        return list(PAIR_PARAMS)
-
     def validate(self) -> list[str]:
         """Cross-parameter checks: model family, network size, scale source per mode."""
         return validate_pair_params(self.params)
@@ -83,7 +81,7 @@ class PairNode(PerceptionLifecycleNode):
     def expected_shapes(self) -> list[tuple[int, int]]:
         """Network shape for expected_width x expected_height, if given."""
         self.pipeline = None
-        w, h = self.params['expected_width'], self.params['expected_height']
+        w, h = self.params.expected_width, self.params.expected_height
         if not (w and h):
             return []
         return [make_pair_pipeline(self.engine, pair_settings(self.params)).plan_for(w, h).net_hw]
@@ -98,7 +96,7 @@ class PairNode(PerceptionLifecycleNode):
         self.mode.create_inputs()
         self.outputs.restart()
         self.metric_depth.clear()
-        if self.params['scale_source'] == 'depth':
+        if self.params.scale_source == 'depth':
             self.subscribe_metric_depth(self.metric_depth)
 
     def metric_depth_for(self, stamp_ns: int, wait: bool = True):
@@ -106,16 +104,16 @@ class PairNode(PerceptionLifecycleNode):
 
         Waits up to metric_depth_wait_s for it, unless `wait` is False.
         """
-        if self.params['scale_source'] != 'depth':
+        if self.params.scale_source != 'depth':
             return None
         return self.metric_depth.image_for(
-            stamp_ns, self.params['metric_depth_wait_s'] if wait else 0.0)
+            stamp_ns, self.params.metric_depth_wait_s if wait else 0.0)
 
     def input_qos(self):
         """Input QoS; stereo keeps >= pair_queue_size messages (see the module docstring)."""
         qos = super().input_qos()
-        if self.params['mode'] == 'stereo':
-            qos.depth = max(qos.depth, self.params['pair_queue_size'])
+        if self.params.mode == 'stereo':
+            qos.depth = max(qos.depth, self.params.pair_queue_size)
         return qos
 
     # ---- worker side ----------------------------------------------------------------------
@@ -133,74 +131,20 @@ class PairNode(PerceptionLifecycleNode):
     def diagnostics_extra(self) -> dict:
         """Pairing, PnP, scale and keyframe figures for /diagnostics."""
         extra = self.figures.snapshot()
-        extra['mode'] = self.params['mode']
-        extra['scale_source_configured'] = self.params['scale_source']
-        metric = self.params['scale_source'] in METRIC_SOURCES or (
+        extra['mode'] = self.params.mode
+        extra['scale_source_configured'] = self.params.scale_source
+        metric = self.params.scale_source in METRIC_SOURCES or (
             self.pipeline is not None and self.pipeline.metric_model)
         units = self.pipeline.units if self.pipeline is not None else 'dust3r-units'
         extra['engine'] = self.pipeline.engine_label if self.pipeline is not None else ''
         extra['pose_source'] = self.pipeline.pose_source if self.pipeline is not None else ''
         extra['depth_output'] = ('depth (32FC1 metres)' if metric else
                                  f'depth_unscaled ({units})'
-                                 if self.params['publish_unscaled_depth'] else
+                                 if self.params.publish_unscaled_depth else
                                  'none (no metric scale)')
         if self.mode is not None:
             extra.update(self.mode.diagnostics())
         return extra
-
-
-def validate_pair_params(p: dict) -> list[str]:
-    """Cross-parameter errors of pair node values `p` (model family, network size, scale source).
-
-    The node's configure and tt-depth-batch's parameter file check both call this.
-    """
-    errors = []
-    if p['model'] not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p['engine_plugin']:
-        errors.append(f"model={p['model']!r} is not a pair model; use one of "
-                      f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
-                      '(e.g. -p model:=dust3r-vitl-512-dpt)')
-    if p['network_size'] % 16 and p['model'] in DUST3R_MODELS and not p['engine_plugin']:
-        errors.append(f"network_size={p['network_size']} must be a multiple of 16")
-    if p['scale_source'] == 'baseline':
-        if p['mode'] != 'stereo':
-            errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
-        if p['baseline_m'] <= 0:
-            errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
-    if p['robot_base_frame'] and (p['mode'] != 'temporal' or p['scale_source'] != 'depth'):
-        errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
-                      '(the camera mounting is in metres, the trajectory must be too)')
-    if p['window_size'] > 2 and (p['mode'] != 'temporal' or (
-            p['model'] not in ANYVIEW_PAIR_MODELS and not p['engine_plugin'])):
-        errors.append(f"window_size={p['window_size']} needs mode='temporal' and a DA3 "
-                      f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
-    anyview = p['model'] in ANYVIEW_PAIR_MODELS or bool(p['engine_plugin'])
-    if p['pose_source'] == 'camera_decoder' and not anyview:
-        errors.append("pose_source='camera_decoder' needs a DA3 any-view model "
-                      f'({list(ANYVIEW_PAIR_MODELS)}); DUSt3R has no camera decoder, its '
-                      "pose is always PnP ('auto' or 'pnp')")
-    if bool(p['expected_width']) != bool(p['expected_height']):
-        errors.append('expected_width and expected_height must both be 0 or both be set')
-    try:
-        KeyframePolicy(p['keyframe_every_n'], p['keyframe_max_rotation_deg'],
-                       p['keyframe_max_translation'])
-    except ValueError as exc:
-        errors.append(str(exc))
-    return errors
-
-
-def pair_engine_views(p: dict) -> int | None:
-    """DA3 any-view models: a two-view engine (temporal: window_size views); else None (default)."""
-    if p['model'] not in ANYVIEW_PAIR_MODELS:
-        return None
-    return p['window_size'] if p['mode'] == 'temporal' else 2
-
-
-def pair_settings(p: dict) -> PairSettings:
-    """The pair pipeline's settings from pair node values `p`."""
-    return PairSettings(p['network_size'], p['preprocess_mode'], p['conf_threshold'],
-                        p['pnp_reproj_px'], p['pnp_iterations'], p['pnp_min_inliers'],
-                        p['pnp_min_inlier_ratio'], p['scale_source'], p['baseline_m'],
-                        pose_source=p['pose_source'])
 
 
 class PairWork(NamedTuple):
@@ -222,12 +166,5 @@ def pair_work(node: PairHost, engine, figures: PairFigures, metric_for) -> PairW
     figures.reset()
     outputs = PairOutputs(node, figures)
     steps = PairSteps(node, pipeline, figures)
-    mode = StereoMode if node.params['mode'] == 'stereo' else TemporalMode
+    mode = StereoMode if node.params.mode == 'stereo' else TemporalMode
     return PairWork(pipeline, outputs, mode(node, steps, outputs, metric_for))
-
-
-def params_markdown() -> str:
-    """The pair node's parameter table in Markdown (README material)."""
-    return _params_markdown(with_defaults(COMMON_PARAMS, PairNode.COMMON_DEFAULTS)
-                            + list(PAIR_PARAMS))
-

@@ -1,7 +1,7 @@
 """The pair node's publishing: pose / path / TF rules, the measured extrinsic, depth outputs.
 
 `PairOutputs` is owned by the node (ros/pair/node.py) and used by each mode's per-pair work
-(ros/pair/stereo.py, ros/pair/temporal.py). Rules (README "Frames and units"): `/tf` only for
+(ros/pair/stereo.py, ros/pair/temporal.py). Rules (docs/nodes.md "Frames and units"): `/tf` only for
 metric poses unless publish_tf='always' (then unscaled poses go to `<child>_unscaled`); a frame
 name tf2 would reject is a counted rejection of the pose only; depth is published as metres only
 with a metric scale, else on `depth_unscaled` when asked; `output_resolution='camera'` maps grid
@@ -93,7 +93,7 @@ class PairOutputs:
         no path). Returns whether the pose was published.
         """
         p = self._node.params
-        tf_mode = p['publish_tf']
+        tf_mode = p.publish_tf
         if tf_mode == 'always' and not metric:
             child = f'{child}_unscaled'
         problem = frame_id_problem(parent) or (
@@ -113,8 +113,8 @@ class PairOutputs:
             self._figures.record('tf_published')
         elif tf_mode == 'auto':
             self._figures.record('tf_withheld_unscaled')
-        if history is not None and p['publish_path']:
-            poses = [(_stamp_msg(s), T_) for s, T_ in list(history)[-p['path_max_poses']:]]
+        if history is not None and p.publish_path:
+            poses = [(_stamp_msg(s), T_) for s, T_ in list(history)[-p.path_max_poses:]]
             self._out['path'].publish(path_msg(poses, parent))
         return True
 
@@ -129,14 +129,14 @@ class PairOutputs:
 
     def _on_camera_grid(self, grid, K_net, plan):
         """(map, K) at camera resolution when output_resolution='camera', else unchanged."""
-        if self._node.params['output_resolution'] != 'camera':
+        if self._node.params.output_resolution != 'camera':
             return grid, K_net
         return grid_to_camera(grid, plan), (None if K_net is None else
                                             unmap_intrinsics(K_net, plan))
 
     def publish_confidence(self, conf, plan, header) -> None:
         """The confidence map (32FC1, >= 1) when publish_confidence is set."""
-        if not self._node.params['publish_confidence']:
+        if not self._node.params.publish_confidence:
             return
         conf, _ = self._on_camera_grid(conf, None, plan)
         self._out['confidence'].publish(depth_image_msg(conf, header))
@@ -144,7 +144,7 @@ class PairOutputs:
     def publish_depth(self, name, depth, K, header, scale: ScaleResult, plan,
                       unscaled_topic='depth_unscaled') -> None:
         """Depth on `name` in metres with a metric scale, else on `unscaled_topic` when asked."""
-        publish_unscaled = bool(unscaled_topic) and self._node.params['publish_unscaled_depth']
+        publish_unscaled = bool(unscaled_topic) and self._node.params.publish_unscaled_depth
         if not (scale.metric or publish_unscaled):
             return
         depth, K = self._on_camera_grid(depth, K, plan)

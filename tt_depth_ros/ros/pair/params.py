@@ -1,14 +1,21 @@
-"""Parameters of the pair node (ros/pair/node.py): one table, declared with descriptors and ranges.
+"""Parameters of the pair node (ros/pair/node.py): one table, its values type, what they imply.
 
-The common ones (model, backend, QoS, camera_info_mode, autostart, ...) come from the shared
-PerceptionLifecycleNode base; these are the pair node's own. `config/pair.yaml` mirrors the
-defaults (a test keeps them in step).
+The common ones (model, backend, QoS, camera_info_mode, autostart, ...) come first
+(ros/runtime/common_params.py, with DUSt3R as the default model), then the pair node's own.
+`PairParams` is the frozen values type generated from the whole table; `config/pair.yaml`
+mirrors the defaults (a test keeps them in step). The node's configure and tt-depth-batch's
+parameter-file check both call the functions here.
 """
 from __future__ import annotations
 
 from tt_depth_ros.engines import registry
 from tt_depth_ros.geometry.pointmap.scale import SOURCES
-from tt_depth_ros.ros.runtime.params import ParamSpec
+from tt_depth_ros.geometry.pose.keyframes import KeyframePolicy
+from tt_depth_ros.pipelines.pair_anyview import ANYVIEW_PAIR_MODELS
+from tt_depth_ros.pipelines.pair_dust3r import PairSettings
+from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
+from tt_depth_ros.ros.runtime.params import ParamSpec, params_type
+from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 
 DUST3R_MODELS = registry.names(family='dust3r')
 
@@ -88,3 +95,68 @@ PAIR_PARAMS = (
     ParamSpec('keyframe_max_translation', 0.0, 'Temporal: new keyframe beyond this translation '
               '(trajectory units; 0 = off).', float_range=(0.0, 1e6)),
 )
+
+PAIR_NODE_PARAMS = tuple(with_defaults(COMMON_PARAMS, {'model': 'dust3r-vitl-512-dpt'})) \
+    + PAIR_PARAMS
+"""The pair node's whole table: the common parameters (its own default model), then its own."""
+PairParams = params_type('PairParams', PAIR_NODE_PARAMS, __name__)
+
+
+def validate_pair_params(p: PairParams) -> list[str]:
+    """Cross-parameter errors of pair node values `p` (model family, network size, scale source).
+
+    The node's configure and tt-depth-batch's parameter file check both call this.
+    """
+    errors = []
+    if p.model not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p.engine_plugin:
+        errors.append(f"model={p.model!r} is not a pair model; use one of "
+                      f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
+                      '(e.g. -p model:=dust3r-vitl-512-dpt)')
+    if p.network_size % 16 and p.model in DUST3R_MODELS and not p.engine_plugin:
+        errors.append(f"network_size={p.network_size} must be a multiple of 16")
+    if p.scale_source == 'baseline':
+        if p.mode != 'stereo':
+            errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
+        if p.baseline_m <= 0:
+            errors.append("scale_source='baseline' needs baseline_m > 0 (metres)")
+    if p.robot_base_frame and (p.mode != 'temporal' or p.scale_source != 'depth'):
+        errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
+                      '(the camera mounting is in metres, the trajectory must be too)')
+    if p.window_size > 2 and (p.mode != 'temporal' or (
+            p.model not in ANYVIEW_PAIR_MODELS and not p.engine_plugin)):
+        errors.append(f"window_size={p.window_size} needs mode='temporal' and a DA3 "
+                      f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
+    anyview = p.model in ANYVIEW_PAIR_MODELS or bool(p.engine_plugin)
+    if p.pose_source == 'camera_decoder' and not anyview:
+        errors.append("pose_source='camera_decoder' needs a DA3 any-view model "
+                      f'({list(ANYVIEW_PAIR_MODELS)}); DUSt3R has no camera decoder, its '
+                      "pose is always PnP ('auto' or 'pnp')")
+    if bool(p.expected_width) != bool(p.expected_height):
+        errors.append('expected_width and expected_height must both be 0 or both be set')
+    try:
+        KeyframePolicy(p.keyframe_every_n, p.keyframe_max_rotation_deg,
+                       p.keyframe_max_translation)
+    except ValueError as exc:
+        errors.append(str(exc))
+    return errors
+
+
+def pair_engine_views(p: PairParams) -> int | None:
+    """DA3 any-view models: a two-view engine (temporal: window_size views); else None (default)."""
+    if p.model not in ANYVIEW_PAIR_MODELS:
+        return None
+    return p.window_size if p.mode == 'temporal' else 2
+
+
+def pair_settings(p: PairParams) -> PairSettings:
+    """The pair pipeline's settings from pair node values `p`."""
+    return PairSettings(p.network_size, p.preprocess_mode, p.conf_threshold,
+                        p.pnp_reproj_px, p.pnp_iterations, p.pnp_min_inliers,
+                        p.pnp_min_inlier_ratio, p.scale_source, p.baseline_m,
+                        pose_source=p.pose_source)
+
+
+def params_markdown() -> str:
+    """The pair node's parameter table in Markdown (README material)."""
+    return _params_markdown(PAIR_NODE_PARAMS)
+

@@ -26,7 +26,7 @@ class PairSteps:
     def __init__(self, node: PairHost, pipeline, figures: PairFigures) -> None:
         self._node, self.pipeline, self.figures = node, pipeline, figures
         self._fallback = ('the focal is estimated from the pointmap'
-                          if node.params['model'] in DUST3R_MODELS else
+                          if node.params.model in DUST3R_MODELS else
                           "the model's estimated intrinsics are used")
 
     def view(self, msg, key: str) -> CameraView | None:
@@ -46,10 +46,10 @@ class PairSteps:
             node.reject('size', str(exc))
             return None
         node.ensure_prepared(plan.net_hw)
-        self.pipeline.set_conf_threshold(node.params['conf_threshold'])   # runtime parameter
+        self.pipeline.set_conf_threshold(node.params.conf_threshold)   # runtime parameter
         try:
             result = self.pipeline.run(rgb1, view2.rgb, view1.K, view2.K, context,
-                                       same_camera=node.params['mode'] == 'temporal')
+                                       same_camera=node.params.mode == 'temporal')
         except ValueError as exc:
             node.reject('pair', str(exc))
             return None

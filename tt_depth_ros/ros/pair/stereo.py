@@ -28,8 +28,8 @@ class StereoMode(PairMode):
                  metric_for: Callable) -> None:
         super().__init__(node, steps, outputs, metric_for)
         node = self._node
-        self.pairer = ApproxTimePairer(node.params['pair_tolerance_s'],
-                                       node.params['pair_queue_size'])
+        self.pairer = ApproxTimePairer(node.params.pair_tolerance_s,
+                                       node.params.pair_queue_size)
         self._pair_times: deque = deque(maxlen=PAIR_TIMES)
 
     def create_inputs(self) -> None:
@@ -72,17 +72,17 @@ class StereoMode(PairMode):
             out.publish_points(xyz, rgb, m1.header)
         K1 = result.K1_net if result.K1_net is not None else result.K2_net
         out.publish_depth('depth', result.depth1(s), K1, m1.header, scale, result.plan1)
-        if pose_ok and p['publish_depth2']:
+        if pose_ok and p.publish_depth2:
             out.publish_depth('depth2', result.depth2(s), result.K2_net, m2.header, scale,
                               result.plan2, unscaled_topic=None)
         out.publish_confidence(result.conf1, result.plan1, m1.header)
         if pose_ok:   # last: a pose that cannot be published never blocks cloud and depth
             T = result.T_units.copy()
             T[:3, 3] *= s
-            parent = p['tf_parent_frame'] or m1.header.frame_id
-            child = p['tf_child_frame'] or f'{m2.header.frame_id or "camera2"}_dust3r'
+            parent = p.tf_parent_frame or m1.header.frame_id
+            child = p.tf_child_frame or f'{m2.header.frame_id or "camera2"}_dust3r'
             if out.publish_pose(T, m1.header.stamp, parent, child, scale.metric) and \
-                    scale.metric and p['publish_extrinsic_static']:
+                    scale.metric and p.publish_extrinsic_static:
                 out.publish_extrinsic(T, m1.header.stamp, parent, child)
         return Published(m1.header, dict(result.timings))
 

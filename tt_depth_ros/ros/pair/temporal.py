@@ -43,23 +43,23 @@ class TemporalMode(PairMode):
         super().__init__(node, steps, outputs, metric_for)
         node, p = self._node, self._node.params
         self.tf_buffer = TfBuffer()
-        self.robot = (RobotOdometry(self.tf_buffer, p['robot_base_frame'])
-                      if p['robot_base_frame'] else None)
-        if self.robot is None and p['tf_parent_frame'] in ROBOT_FRAMES:
+        self.robot = (RobotOdometry(self.tf_buffer, p.robot_base_frame)
+                      if p.robot_base_frame else None)
+        if self.robot is None and p.tf_parent_frame in ROBOT_FRAMES:
             node.get_logger().warning(
-                f"tf_parent_frame={p['tf_parent_frame']!r} only renames the parent: the "
+                f"tf_parent_frame={p.tf_parent_frame!r} only renames the parent: the "
                 "transform is still the camera's optical-axis motion from the first keyframe, "
                 "not a robot pose; use robot_base_frame:=base_link for odom -> base_link")
-        self.chain = KeyframeChain(KeyframePolicy(p['keyframe_every_n'],
-                                                  p['keyframe_max_rotation_deg'],
-                                                  p['keyframe_max_translation']))
+        self.chain = KeyframeChain(KeyframePolicy(p.keyframe_every_n,
+                                                  p.keyframe_max_rotation_deg,
+                                                  p.keyframe_max_translation))
         self._window: deque = deque()    # earlier keyframes (rgb) of the temporal window
 
     def create_inputs(self) -> None:
         """The camera's image and camera_info, and the robot's TF when mapping to a base."""
         node = self._node
         self.chain.reset()
-        self._window = deque(maxlen=max(node.params['window_size'] - 2, 0))
+        self._window = deque(maxlen=max(node.params.window_size - 2, 0))
         node.subscribe_camera_info('camera_info', 'camera')
         node.subscribe_image('image', self._on_image)
         if self.robot is not None:   # the camera mounting, from the robot's TF tree
@@ -84,11 +84,11 @@ class TemporalMode(PairMode):
         if view is None:
             return None
         stamp_ns = stamp_to_ns(msg.header.stamp)
-        parent = p['tf_parent_frame'] or 'dust3r_odom'
-        child = p['tf_child_frame'] or f'{msg.header.frame_id or "camera"}_dust3r'
+        parent = p.tf_parent_frame or 'dust3r_odom'
+        child = p.tf_child_frame or f'{msg.header.frame_id or "camera"}_dust3r'
         mount = None
         if self.robot is not None:   # odom -> base_link instead of the camera chain
-            parent, child = p['odom_frame'], self.robot.base_frame
+            parent, child = p.odom_frame, self.robot.base_frame
             try:
                 mount = self.robot.mount(msg.header.frame_id, stamp_ns)
             except TfLookupError as exc:
@@ -137,7 +137,7 @@ class TemporalMode(PairMode):
         """The first keyframe: the odom origin (metric reference when scale_source='depth')."""
         node, steps, msg = self._node, self._steps, frame.msg
         ref, metric = None, False
-        if node.params['scale_source'] == 'depth':
+        if node.params.scale_source == 'depth':
             depth = self._metric_for(stamp_ns)
             if depth is None:
                 node.reject('scale', 'no metric depth with the stamp of the first keyframe; '

@@ -39,7 +39,7 @@ def _plugin_engine(plugin: str, plugin_args: str, cancel: CancelToken, logger) -
     return factory(**kwargs)
 
 
-def build_node_engine(p: dict, logger, cancel: CancelToken,
+def build_node_engine(p, logger, cancel: CancelToken,
                       num_views: int | None = None, ttnn_command_queues: int = 1) -> Engine:
     """The engine a node's parameters `p` ask for; `cancel` stops the build at its next step.
 
@@ -54,15 +54,14 @@ def build_node_engine(p: dict, logger, cancel: CancelToken,
         ttnn_command_queues: 2 for a throughput-bound caller (the batch tools) on ttnn: frames
             then pipeline (Engine.pipelines); other backends have one queue and ignore it.
     """
-    if p['engine_plugin']:
-        return _plugin_engine(p['engine_plugin'], p['engine_plugin_args'], cancel, logger)
+    if p.engine_plugin:
+        return _plugin_engine(p.engine_plugin, p.engine_plugin_args, cancel, logger)
     from tt_depth_ros.engines.factory import build_engine  # heavy (torch): only when used
-    return build_engine(p['model'], weights=p['weights_path'] or None, backend=p['backend'],
-                        device_id=p['device_id'], revision=p['revision'] or None, logger=logger,
-                        dtype=p.get('torch_dtype', 'auto'),
-                        ttnn_dtype=p.get('ttnn_precision', 'auto'),
+    return build_engine(p.model, weights=p.weights_path or None, backend=p.backend,
+                        device_id=p.device_id, revision=p.revision or None, logger=logger,
+                        dtype=p.torch_dtype, ttnn_dtype=p.ttnn_precision,
                         num_views=num_views, cancel=cancel,
-                        onnx_provider=p.get('onnx_provider') or None,
+                        onnx_provider=getattr(p, 'onnx_provider', '') or None,
                         ttnn_command_queues=ttnn_command_queues)
 
 

@@ -18,7 +18,8 @@ parameters (ros/runtime/common_params.py + the node's own, `self.params`), the e
 CameraInfo by stamp and rectification (ros/runtime/inputs/camera_views.py: `camera_view`),
 publishers (ros/runtime/publishers.py: `add_publisher`), throttled bad-input reporting
 (ros/runtime/rejects.py: `reject`) and statistics (`self.stats`, /diagnostics). Subclasses provide
-`node_param_specs`, `validate`, `expected_shapes`, `create_outputs`, `create_inputs`, `process` and
+`PARAM_SPECS` and `PARAMS_TYPE` (ros/depth/params.py, ros/pair/params.py), `validate`,
+`expected_shapes`, `create_outputs`, `create_inputs`, `process` and
 `diagnostics_extra`.
 """
 from __future__ import annotations
@@ -35,7 +36,6 @@ from tf2_msgs.msg import TFMessage
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.engines.cancel import BuildCancelled, CancelToken
 from tt_depth_ros.engines.weights import WeightsUnavailableError
-from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
 from tt_depth_ros.ros.runtime.diagnostics import NodeStats, diagnostic_array
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes, build_node_engine
 from tt_depth_ros.ros.runtime.inputs.camera_info_sync import CameraInfoStore
@@ -44,7 +44,7 @@ from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_D
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthImages
 from tt_depth_ros.ros.runtime.inputs.subscriptions import NodeInputs
 from tt_depth_ros.ros.runtime.mailbox import LatestFrameMailbox
-from tt_depth_ros.ros.runtime.params import ParamSpec, ParamTable
+from tt_depth_ros.ros.runtime.params import ParamTable
 from tt_depth_ros.ros.runtime.publishers import NodePublishers
 from tt_depth_ros.ros.runtime.qos import qos_profile
 from tt_depth_ros.ros.runtime.rejects import RejectReporter
@@ -65,8 +65,9 @@ class WorkerStuckError(RuntimeError):
 class PerceptionLifecycleNode(LifecycleNode):
     """Lifecycle node owning one engine, one worker thread and a latest-frame mailbox."""
 
-    #: Subclass defaults for COMMON_PARAMS entries (name -> default), e.g. {'model': ...}.
-    COMMON_DEFAULTS: dict = {}
+    #: The node's whole parameter table (COMMON_PARAMS first) and its values type (params_type).
+    PARAM_SPECS: tuple = ()
+    PARAMS_TYPE: type = type(None)
 
     def __init__(self, node_name: str, **kwargs) -> None:
         """Declare parameters (never raises for bad values: on_configure reports them)."""
@@ -76,26 +77,30 @@ class PerceptionLifecycleNode(LifecycleNode):
         self.cancel = CancelToken()          # cancelled once, when the process shuts down
         self.worker_join_s = WORKER_STOP_S   # bounded wait for an in-flight inference
         super().__init__(node_name, **kwargs)
-        self.param_table = ParamTable(self)
-        for spec in with_defaults(COMMON_PARAMS, self.COMMON_DEFAULTS) + self.node_param_specs():
+        self.param_table = ParamTable(self, self.PARAMS_TYPE)
+        for spec in self.PARAM_SPECS:
             self.param_table.declare(spec)
-        self.params = self.param_table.values
         self.param_table.read()
         self.state_label = 'unconfigured'
         self.stats = NodeStats()
         self.mailbox = LatestFrameMailbox()
         self.prepared = PreparedShapes()
         self.rejects = RejectReporter(self.get_logger(), self.stats,
-                                      lambda: self.params['bad_input_log_period'])
-        self.inputs = NodeInputs(self, self.params, self.input_qos, self.stats, self.reject,
-                                 self.mailbox)
+                                      lambda: self.params.bad_input_log_period)
+        self.inputs = NodeInputs(self, lambda: self.params, self.input_qos, self.stats,
+                                 self.reject, self.mailbox)
         self.node_publishers = NodePublishers(self, self.output_qos, self.stats)
-        self.camera_views = CameraViews(self.params, self.reject, self.get_logger())
+        self.camera_views = CameraViews(lambda: self.params, self.reject, self.get_logger())
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.add_on_set_parameters_callback(
             lambda ps: self.param_table.on_set(ps, self.state_label in ('inactive', 'active')))
         self.get_logger().info('parameters: ' + ', '.join(
-            f'{k}={v!r}' for k, v in self.params.items()))
+            f'{k}={v!r}' for k, v in self.params.as_dict().items()))
+
+    @property
+    def params(self):
+        """The current parameter values (a frozen PARAMS_TYPE; replaced when one changes)."""
+        return self.param_table.values
 
     @property
     def camera_infos(self) -> CameraInfoStore:
@@ -103,10 +108,6 @@ class PerceptionLifecycleNode(LifecycleNode):
         return self.camera_views.store
 
     # ---- hooks for subclasses -------------------------------------------------------------
-    def node_param_specs(self) -> list[ParamSpec]:
-        """ParamSpecs of the subclass (declared after the common ones)."""
-        return []
-
     def validate(self) -> list[str]:
         """Cross-parameter checks beyond ranges; return error messages."""
         return []
@@ -175,8 +176,8 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.stats.reset()
             self.camera_views.reset()
             self.prepared.reset()
-            self.get_logger().info(f'configure: building engine for {self.params["model"]!r} '
-                                   f'(backend {self.params["backend"]}) ...')
+            self.get_logger().info(f'configure: building engine for {self.params.model!r} '
+                                   f'(backend {self.params.backend}) ...')
             t0 = time.monotonic()
             self.engine = self.build_engine()
             self.cancel.check('after building the engine')
@@ -187,7 +188,7 @@ class PerceptionLifecycleNode(LifecycleNode):
                 self.ensure_prepared(shape, self.expected_resize(shape))
                 self.cancel.check('while preparing the engine')
             self.create_outputs()
-            self._diag_timer = self.create_timer(self.params['diagnostics_period'],
+            self._diag_timer = self.create_timer(self.params.diagnostics_period,
                                                  self.publish_diagnostics)
             self.state_label = 'inactive'
             return SUCCESS
@@ -292,11 +293,11 @@ class PerceptionLifecycleNode(LifecycleNode):
     # ---- QoS and publishers ---------------------------------------------------------------
     def input_qos(self):
         """QoS of subscriptions from parameters."""
-        return qos_profile(self.params['input_reliability'], self.params['input_depth'])
+        return qos_profile(self.params.input_reliability, self.params.input_depth)
 
     def output_qos(self):
         """QoS of publishers from parameters."""
-        return qos_profile(self.params['output_reliability'], self.params['output_depth'])
+        return qos_profile(self.params.output_reliability, self.params.output_depth)
 
     def add_publisher(self, msg_type, topic: str):
         """Lifecycle publisher with output QoS and incompatible-QoS logging."""
@@ -376,11 +377,11 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Publish one DiagnosticArray with this node's status."""
         info = self.engine.info if self.engine is not None else None
         extra = {'backend': info.backend if info else '', 'device': info.device if info else '',
-                 'model': info.model if info else self.params['model'],
+                 'model': info.model if info else self.params.model,
                  'precision': info.dtype if info else ''}
         extra.update(self.camera_views.diagnostics())
         extra.update(self.diagnostics_extra())
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
                                       self.state_label, extra,
-                                      drop_warn_ratio=self.params['drop_warn_ratio'])
+                                      drop_warn_ratio=self.params.drop_warn_ratio)
         self._diag_pub.publish(diagnostic_array(self.get_clock().now().to_msg(), [status]))

@@ -7,9 +7,14 @@ as a FAILURE naming the parameter. Parameters are either *runtime* (may change w
 validated when set) or *configure-time* (read in `on_configure`; while configured a change is
 refused with a message saying to clean up first). Read-only parameters (e.g. `autostart`) are
 refused by rclpy itself with "read-only".
+
+The values travel as one frozen object per node type (`params_type`: a dataclass generated from
+the node's table, `DepthParams`, `PairParams`), replaced as a whole when a runtime parameter
+changes: a frame reads one consistent snapshot, `p.sky_mode`, never a half-updated dict.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from rcl_interfaces.msg import (
@@ -63,14 +68,33 @@ class ParamSpec:
         return d
 
 
-class ParamTable:
-    """Declares specs on a node, keeps the validated values and polices runtime changes."""
+def params_type(name: str, specs, module: str) -> type:
+    """A frozen dataclass of one node's parameter values: a field per ParamSpec, its default.
 
-    def __init__(self, node) -> None:
-        self._node = node
+    `module` is the module that binds the class under `name` (instances then pickle: tt-depth-batch
+    hands them to Ray actors). `as_dict()` gives {name: value} (manifests, logs).
+    """
+    fields = [(s.name, type(s.default), dataclasses.field(default=s.default)) for s in specs]
+    cls = dataclasses.make_dataclass(name, fields, frozen=True)
+    cls.__module__, cls.__qualname__ = module, name
+    cls.__doc__ = f'Parameter values of a node whose table is {", ".join(s.name for s in specs)}.'
+    cls.as_dict = dataclasses.asdict
+    return cls
+
+
+class ParamTable:
+    """Declares specs on a node, keeps the validated values and polices runtime changes.
+
+    Args:
+        node: the rclpy node that declares the parameters.
+        values_type: the node's `params_type` class (one field per spec declared).
+    """
+
+    def __init__(self, node, values_type: type) -> None:
+        self._node, self._type = node, values_type
         self.specs: dict[str, ParamSpec] = {}
         self.declare_errors: dict[str, str] = {}
-        self.values: dict[str, object] = {}
+        self.values = values_type()
 
     def declare(self, spec: ParamSpec) -> None:
         """Declare one parameter; a bad override is recorded (reported at configure), not raised."""
@@ -86,12 +110,14 @@ class ParamTable:
     def read(self) -> list[str]:
         """Read all values into `self.values`; returns error messages (empty when valid)."""
         errors = list(self.declare_errors.values())
+        values = {}
         for name, spec in self.specs.items():
             value = self._node.get_parameter(name).value
-            self.values[name] = value
+            values[name] = value
             err = spec.check(value)
             if err:
                 errors.append(err)
+        self.values = self._type(**values)
         return errors
 
     def on_set(self, params, configured: bool) -> SetParametersResult:
@@ -108,9 +134,10 @@ class ParamTable:
                     successful=False,
                     reason=f'{p.name} is read at configure time; deactivate and clean up the '
                            'node, set it, then configure again')
-        for p in params:
-            if p.name in self.specs and configured:
-                self.values[p.name] = p.value
+        if configured:
+            changes = {p.name: p.value for p in params if p.name in self.specs}
+            if changes:
+                self.values = dataclasses.replace(self.values, **changes)
         return SetParametersResult(successful=True)
 
 

@@ -14,10 +14,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tt_depth_ros.tools.bag.io import bag_sha256
 from tt_depth_ros.tools.batch import manifest as mf
 from tt_depth_ros.tools.batch.cameras import Camera
+
+if TYPE_CHECKING:   # the node packages import rclpy: only where a job runs
+    from tt_depth_ros.ros.depth.params import DepthParams
+    from tt_depth_ros.ros.pair.params import PairParams
 
 LOG = logging.getLogger('tt_depth_batch')
 
@@ -26,7 +31,7 @@ LOG = logging.getLogger('tt_depth_batch')
 class Settings:
     """What every bag of a run shares (pickled to the pool processes and the Ray actors)."""
 
-    params: dict
+    params: DepthParams | PairParams
     cameras: list[Camera]      # empty = each bag's default cameras
     out: Path
     force: bool = False
@@ -42,7 +47,7 @@ class _Engine:
     error: str | None = None
 
     @classmethod
-    def get(cls, p: dict, node: str = 'depth'):
+    def get(cls, p, node: str = 'depth'):
         from tt_depth_ros.engines.cancel import CancelToken
         from tt_depth_ros.ros.runtime.engine_builder import build_node_engine
         from tt_depth_ros.tools.batch.depth_bag import NodeLogger
@@ -50,14 +55,14 @@ class _Engine:
         if cls.engine is None and cls.error is None:
             views = None
             if node == 'pair':   # the node's own choice of views per forward
-                from tt_depth_ros.ros.pair.node import pair_engine_views
+                from tt_depth_ros.ros.pair.params import pair_engine_views
                 views = pair_engine_views(p)
             try:
                 # a batch run is throughput-bound: on ttnn, frames pipeline over two queues
                 cls.engine = build_node_engine(p, NodeLogger('engine: '), CancelToken(), views,
                                                ttnn_command_queues=2)
             except Exception as exc:  # noqa: BLE001 - every bag is then failed with this reason
-                cls.error = f'engine for {p["model"]!r} could not be built: {exc}'
+                cls.error = f'engine for {p.model!r} could not be built: {exc}'
         return cls.engine
 
 
@@ -83,11 +88,11 @@ def process_bag(bag: Path, s: Settings, execution: dict | None = None) -> dict:
     partial = s.out / (name + mf.PARTIAL_SUFFIX)
     manifest_path = s.out / (name + mf.MANIFEST_SUFFIX)
     old = mf.read_manifest(manifest_path)
-    params_sha = mf.canonical_sha256(s.params)
+    params_sha = mf.canonical_sha256(s.params.as_dict())
     doc = {'tool': mf.TOOL, 'input': {'path': str(bag.resolve())}, 'output': {'path': name},
-           'node': s.node, 'model': s.params['model'], 'backend': s.params['backend'],
+           'node': s.node, 'model': s.params.model, 'backend': s.params.backend,
            'weights': s.weights,
-           'params_sha256': params_sha, 'params': s.params, 'software': mf.software(),
+           'params_sha256': params_sha, 'params': s.params.as_dict(), 'software': mf.software(),
            'started': mf.now_iso(), 'status': 'failed', 'reason': None,
            'frames': {'in': 0, 'out': 0, 'skipped': {}},
            'execution': execution or {'runner': 'local', 'pid': os.getpid()}}
@@ -118,7 +123,7 @@ def process_bag(bag: Path, s: Settings, execution: dict | None = None) -> dict:
         for stale in (partial, out_bag if ours else None):
             if stale is not None and stale.exists():
                 shutil.rmtree(stale)
-        cameras = bag_cameras(bag, s.cameras, s.params['input_transport'] == 'compressed')
+        cameras = bag_cameras(bag, s.cameras, s.params.input_transport == 'compressed')
         if s.node == 'pair':
             from tt_depth_ros.tools.batch.pair_bag import PairBagJob, pair_nodes
             pair_nodes(cameras, s.params)   # stereo needs two cameras: before any engine

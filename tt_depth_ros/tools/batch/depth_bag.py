@@ -4,7 +4,7 @@ Nothing here re-implements the node: each camera gets the node's own admission a
 (ros/runtime/inputs/subscriptions.py NodeInputs: stamp order, encoding, size, data size), CameraInfo
 by stamp and rectification (ros/runtime/inputs/camera_views.py), reject counting
 (ros/runtime/rejects.py), THE DA3 frame path (pipelines/depth.py) with the node's options
-(ros/depth/node.py `depth_frame_options`), the metric scale of every kind
+(ros/depth/params.py `depth_frame_options`), the metric scale of every kind
 (pipelines/depth_scale.py, with the node's side inputs: ros/depth/scale_inputs.py) and the node's
 message builders (ros/msgs/depth_outputs.py). What differs is only the transport: messages come
 from the bag in its order, every frame is processed (the replay of a bag paced by the node's
@@ -16,6 +16,7 @@ past it (CameraInfos in that window are cached first), so no wall-clock wait hap
 """
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 from collections import Counter, deque
@@ -35,10 +36,10 @@ from tt_depth_ros.ros.depth.kind_rules import (
     no_camera_info_fallback,
     uses_model_intrinsics,
 )
-from tt_depth_ros.ros.depth.node import (
+from tt_depth_ros.ros.depth.params import (
+    DepthParams,
     depth_frame_options,
     relative_scale_settings,
-    scale_failure_message,
 )
 from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs
 from tt_depth_ros.ros.msgs.depth_outputs import depth_output_msgs, metric_output_types
@@ -108,21 +109,21 @@ class _CameraWork:
     The bag's look-ahead replaces the node's wall-clock waits (camera_info_wait_s 0).
     """
 
-    def __init__(self, cam: Camera, p: dict, logger: NodeLogger) -> None:
+    def __init__(self, cam: Camera, p: DepthParams, logger: NodeLogger) -> None:
         self.cam = cam
         self.frames_in = self.frames_out = 0
         self.stats = NodeStats()
         self.skipped: Counter = Counter()
-        offline = dict(p, camera_info_wait_s=0.0, metric_depth_wait_s=0.0)
-        self._rejects = RejectReporter(logger, self.stats, lambda: p['bad_input_log_period'])
-        self.inputs = NodeInputs(None, offline, None, self.stats, self.reject, None)
-        self.views = CameraViews(offline, self.reject, logger)
+        offline = dataclasses.replace(p, camera_info_wait_s=0.0, metric_depth_wait_s=0.0)
+        self._rejects = RejectReporter(logger, self.stats, lambda: p.bad_input_log_period)
+        self.inputs = NodeInputs(None, lambda: offline, None, self.stats, self.reject, None)
+        self.views = CameraViews(lambda: offline, self.reject, logger)
         self.side = ScaleSideInputs()
         self.routes = {cam.camera_info: [(CameraInfo, lambda m: self.views.on_camera_info(
             KEY, 'camera_info', m))]}
-        if p['scale_source'] == 'depth':
+        if p.scale_source == 'depth':
             self.routes[self.metric_depth_topic] = [(Image, self._on_metric_depth)]
-        if p['scale_source'] == 'camera_height' and p['camera_height_frame']:
+        if p.scale_source == 'camera_height' and p.camera_height_frame:
             self.routes['/tf'] = [(TFMessage, lambda m: self.side.tf.add_msg(m, False))]
             self.routes['/tf_static'] = [(TFMessage, lambda m: self.side.tf.add_msg(m, True))]
 
@@ -162,7 +163,7 @@ class DepthBagJob:
         logger: where the node's log lines go (prefixed with the bag).
     """
 
-    def __init__(self, engine: Engine, p: dict, logger: NodeLogger) -> None:
+    def __init__(self, engine: Engine, p: DepthParams, logger: NodeLogger) -> None:
         kind = engine_kind(engine.info.details)
         try:
             check_kind_params(p, kind)   # the node's configure check
@@ -185,12 +186,12 @@ class DepthBagJob:
         """
         from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
-        lookahead_ns = (int(self.p['camera_info_wait_s'] * 1e9)
-                        if self.p['camera_info_sync'] == 'exact' else 0)
+        lookahead_ns = (int(self.p.camera_info_wait_s * 1e9)
+                        if self.p.camera_info_sync == 'exact' else 0)
         ts = typestore_for(default_typestore_distro())
         with Reader(bag) as reader:
             types = {c.topic: c.msgtype for c in reader.connections}
-            cameras = cameras or default_cameras(types, self.p['input_transport'] == 'compressed')
+            cameras = cameras or default_cameras(types, self.p.input_transport == 'compressed')
             check_cameras(cameras, types)
             self.log.info('cameras: ' + ', '.join(f'{c.image} -> {c.ns}' for c in cameras))
             outputs = metric_output_types(self.p) if self.kind is ModelKind.METRIC else {}
@@ -209,9 +210,9 @@ class DepthBagJob:
                 work = {cam.image: _CameraWork(cam, self.p, self.log) for cam in cameras}
                 routes: dict = {}
                 for w in work.values():
-                    if self.p['scale_source'] == 'depth' and w.metric_depth_topic not in types:
+                    if self.p.scale_source == 'depth' and w.metric_depth_topic not in types:
                         raise BagFailed(f'{w.metric_depth_topic} (the depth node input for '
-                                        f"scale_source={self.p['scale_source']!r}) is not in "
+                                        f"scale_source={self.p.scale_source!r}) is not in "
                                         f'the bag; it has {sorted(types)}')
                     for topic, handlers in w.routes.items():
                         routes.setdefault(topic, []).extend(handlers)
@@ -285,7 +286,7 @@ class DepthBagJob:
         except ValueError as exc:
             w.reject('size', str(exc))
             return None
-        view = w.camera_view(self.kind, self.p['focal_source'], rgb, msg.header.stamp)
+        view = w.camera_view(self.kind, self.p.focal_source, rgb, msg.header.stamp)
         if view is None:
             return None
         t1 = time.perf_counter()
@@ -310,7 +311,7 @@ class DepthBagJob:
         p = self.p
         try:
             scaled = scale_depth_frame(self.kind, frame, relative_scale_settings(p),
-                                       p['min_confidence'], p['max_depth_m'],
+                                       p.min_confidence, p.max_depth_m,
                                        w.side.for_frame(p, msg.header, 0.0))
             msgs = list(depth_output_msgs(p, msg.header, scaled))
         except Exception as exc:  # noqa: BLE001 - as above
@@ -319,7 +320,7 @@ class DepthBagJob:
         self.stages.update({'decode': st.decode_s, **frame.timings,
                             'messages': time.perf_counter() - t2})
         if scaled.scale_failed:
-            w.reject('scale', scale_failure_message(scaled.scale))
+            w.reject('scale', scaled.failure_message)
         else:
             w.frames_out += 1
         return msgs

@@ -36,19 +36,19 @@ def weights_identity(p: dict) -> dict:
     An explicit `weights_path` is hashed; otherwise the registry's pin (repository, revision,
     published SHA-256) names them; an engine plugin (tests) is named by its spec.
     """
-    if p['engine_plugin']:
+    if p.engine_plugin:
         return {'source': 'engine_plugin', 'sha256': canonical_sha256(
-            [p['engine_plugin'], p['engine_plugin_args']])}
-    if p['weights_path']:
-        path = Path(p['weights_path'])
+            [p.engine_plugin, p.engine_plugin_args])}
+    if p.weights_path:
+        path = Path(p.weights_path)
         if not path.is_file():
             raise FileNotFoundError(f"weights_path {path} is not a file; fix the parameter file's "
                                     'weights_path or leave it empty for the pinned download')
         return {'source': str(path.resolve()), 'sha256': sha256_file(path)}
-    spec = registry.model(p['model']).weights
+    spec = registry.model(p.model).weights
     if spec is None:
-        raise ValueError(f"model {p['model']!r} has no published weights: set weights_path")
-    return {'source': f'{spec.repo}@{p["revision"] or spec.revision or "default"}',
+        raise ValueError(f"model {p.model!r} has no published weights: set weights_path")
+    return {'source': f'{spec.repo}@{p.revision or spec.revision or "default"}',
             'sha256': spec.sha256 or 'unpinned'}
 
 

@@ -25,6 +25,7 @@ from sensor_msgs.msg import Image
 
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.node import pair_work
+from tt_depth_ros.ros.pair.params import PairParams
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthImages
 from tt_depth_ros.tools.bag.io import default_typestore_distro, zero_padded_cdr
@@ -35,14 +36,14 @@ from tt_depth_ros.tools.batch.offline_log import OfflineLogger
 from tt_depth_ros.tools.batch.pair_host import OfflinePairHost
 
 
-def pair_nodes(cameras: list[Camera], p: dict) -> list[tuple[str, dict, list[Camera]]]:
+def pair_nodes(cameras: list[Camera], p: PairParams) -> list[tuple[str, dict, list[Camera]]]:
     """The pair nodes a bag's cameras make: [(namespace, input remaps, cameras)].
 
     Raises:
         CameraTopicError: stereo without exactly two cameras.
     """
-    suffix = '/compressed' if p['input_transport'] == 'compressed' else ''
-    if p['mode'] == 'stereo':
+    suffix = '/compressed' if p.input_transport == 'compressed' else ''
+    if p.mode == 'stereo':
         if len(cameras) != 2:
             raise CameraTopicError(
                 f"mode 'stereo' pairs two cameras, got {len(cameras)} "
@@ -62,7 +63,7 @@ def pair_nodes(cameras: list[Camera], p: dict) -> list[tuple[str, dict, list[Cam
 class _NodeRun:
     """One offline pair node of a bag: its host, its mode and its counters."""
 
-    def __init__(self, p: dict, engine, ns: str, remap: dict, cams: list[Camera], sink,
+    def __init__(self, p: PairParams, engine, ns: str, remap: dict, cams: list[Camera], sink,
                  logger: OfflineLogger) -> None:
         self.cams, self.frames_in, self.frames_out = cams, 0, 0
         self.host = OfflinePairHost(p, engine, ns, remap, sink, logger)
@@ -72,7 +73,7 @@ class _NodeRun:
         self.mode, self.outputs = work.mode, work.outputs
         self.mode.create_inputs()
         self.outputs.restart()
-        if p['scale_source'] == 'depth':
+        if p.scale_source == 'depth':
             self.host.subscribe(Image, METRIC_DEPTH, lambda msg: self._on_metric(metric, msg))
 
     def _on_metric(self, metric: MetricDepthImages, msg) -> None:
@@ -81,7 +82,7 @@ class _NodeRun:
             self.host.reject('metric_depth', error)
 
     def summary(self) -> dict:
-        out = {'ns': self.host.ns, 'mode': self.host.params['mode'],
+        out = {'ns': self.host.ns, 'mode': self.host.params.mode,
                'cameras': [{'image': c.image, 'camera_info': c.camera_info} for c in self.cams],
                'frames_in': self.frames_in, 'frames_out': self.frames_out,
                'skipped': dict(sorted(self.host.skipped.items()))}
@@ -100,7 +101,7 @@ class PairBagJob:
         logger: where the node's log lines go (prefixed with the bag).
     """
 
-    def __init__(self, engine, p: dict, logger) -> None:
+    def __init__(self, engine, p: PairParams, logger) -> None:
         self.engine, self.p = engine, p
         self.log = logger
         self.stages: Counter = Counter()
@@ -116,8 +117,8 @@ class PairBagJob:
 
         p = self.p
         lookahead_ns = int(1e9 * max(
-            p['camera_info_wait_s'] if p['camera_info_sync'] == 'exact' else 0.0,
-            p['metric_depth_wait_s'] if p['scale_source'] == 'depth' else 0.0))
+            p.camera_info_wait_s if p.camera_info_sync == 'exact' else 0.0,
+            p.metric_depth_wait_s if p.scale_source == 'depth' else 0.0))
         ts = typestore_for(default_typestore_distro())
         counts: Counter = Counter()
         with Reader(bag) as reader, Writer(out, version=9,
@@ -137,7 +138,7 @@ class PairBagJob:
             runs = [_NodeRun(p, self.engine, ns, remap, cams, sink, self.log)
                     for ns, remap, cams in pair_nodes(cameras, p)]
             self.log.info('nodes: ' + '; '.join(
-                f"{r.host.ns} ({p['mode']}: {', '.join(c.image for c in r.cams)})"
+                f"{r.host.ns} ({p.mode}: {', '.join(c.image for c in r.cams)})"
                 for r in runs))
             routes: dict = {}
             for run in runs:
@@ -145,7 +146,7 @@ class PairBagJob:
                     if sub.topic not in types:
                         if sub.topic.endswith('/' + METRIC_DEPTH) or sub.image:
                             raise BagFailed(f'{sub.topic} (the pair node input for '
-                                            f"scale_source={p['scale_source']!r}) is not in "
+                                            f"scale_source={p.scale_source!r}) is not in "
                                             f'the bag; it has {sorted(types)}')
                         continue   # e.g. /tf_static of a bag without static transforms
                     routes.setdefault(sub.topic, []).append((run, sub))

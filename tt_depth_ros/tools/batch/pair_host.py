@@ -10,6 +10,7 @@ parts (ros/runtime/inputs/, ros/runtime/rejects.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections import Counter
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.ros.pair.host import PairHost
+from tt_depth_ros.ros.pair.params import PairParams
 from tt_depth_ros.ros.runtime.diagnostics import NodeStats
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraViews
@@ -64,9 +66,9 @@ class OfflinePairHost(PairHost):
         logger: where the node's log lines go.
     """
 
-    def __init__(self, p: dict, engine, ns: str, remap: dict[str, str], sink: Callable,
+    def __init__(self, p: PairParams, engine, ns: str, remap: dict[str, str], sink: Callable,
                  logger: OfflineLogger) -> None:
-        self._params = dict(p, camera_info_wait_s=0.0, metric_depth_wait_s=0.0)
+        self._params = dataclasses.replace(p, camera_info_wait_s=0.0, metric_depth_wait_s=0.0)
         self.engine, self.ns, self._remap, self._sink = engine, ns, dict(remap), sink
         self._logger = logger
         self.stats = NodeStats()
@@ -75,12 +77,12 @@ class OfflinePairHost(PairHost):
         self.offered: list = []
         self.prepared = PreparedShapes()
         self._rejects = RejectReporter(logger, self.stats,
-                                       lambda: self._params['bad_input_log_period'])
-        self._inputs = NodeInputs(None, self._params, None, self.stats, self.reject, None)
-        self._views = CameraViews(self._params, self.reject, logger)
+                                       lambda: self._params.bad_input_log_period)
+        self._inputs = NodeInputs(None, lambda: self._params, None, self.stats, self.reject, None)
+        self._views = CameraViews(lambda: self._params, self.reject, logger)
 
     @property
-    def params(self) -> dict:
+    def params(self) -> PairParams:
         return self._params
 
     def resolve(self, name: str) -> str:
@@ -99,7 +101,7 @@ class OfflinePairHost(PairHost):
         return sub
 
     def subscribe_image(self, topic: str, callback) -> Subscription:
-        if self._params['input_transport'] == 'compressed':
+        if self._params.input_transport == 'compressed':
             return self.subscribe(CompressedImage, f'{topic}/compressed', callback, image=True)
         return self.subscribe(Image, topic, callback, image=True)
 
@@ -112,7 +114,7 @@ class OfflinePairHost(PairHost):
         self.subscribe(TFMessage, '/tf_static', lambda m: buffer.add_msg(m, True))
 
     def input_history_depth(self) -> int:
-        return self._params['input_depth']
+        return self._params.input_depth
 
     def precheck_image(self, msg, key: str) -> bool:
         return self._inputs.precheck(msg, key)

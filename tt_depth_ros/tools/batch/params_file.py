@@ -1,13 +1,13 @@
 """A node's parameter file (config/depth.yaml, config/pair.yaml) for `tt-depth-batch`.
 
-Values are checked by the node's own table (ros/runtime/common_params.py with the node's common
-defaults + ros/depth/node.py DEPTH_PARAMS or ros/pair/params.py PAIR_PARAMS: type, range,
-choices) and its cross-parameter check, so a file the node accepts is accepted here with the same
-meaning, and one the node would refuse at configure is refused before any bag is read. The file
-may hold the `/**` section and/or one node's section (merged in file order, as rcl applies them
-to one node). Which node the file is for: the pair node when its section is named `pair_node`,
-it sets a pair-node-only parameter (`mode`, `network_size`, ...) or a DUSt3R model; else the depth
-node.
+Values are checked by the node's own table (ros/depth/params.py DEPTH_NODE_PARAMS or
+ros/pair/params.py PAIR_NODE_PARAMS: type, range, choices) and its cross-parameter check, and come
+back as that node's frozen values type (DepthParams, PairParams), so a file the node accepts is
+accepted here with the same meaning, and one the node would refuse at configure is refused before
+any bag is read. The file may hold the `/**` section and/or one node's section (merged in file
+order, as rcl applies them to one node). Which node the file is for: the pair node when its section
+is named `pair_node`, it sets a pair-node-only parameter (`mode`, `network_size`, ...) or a DUSt3R
+model; else the depth node.
 """
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ from pathlib import Path
 
 import yaml
 
-from tt_depth_ros.ros.depth.node import DEPTH_PARAMS, validate_depth_params
-from tt_depth_ros.ros.pair.node import PairNode, validate_pair_params
-from tt_depth_ros.ros.pair.params import DUST3R_MODELS, PAIR_PARAMS
-from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
+from tt_depth_ros.ros.depth.params import DEPTH_NODE_PARAMS, DepthParams, validate_depth_params
+from tt_depth_ros.ros.pair.params import (
+    DUST3R_MODELS,
+    PAIR_NODE_PARAMS,
+    PairParams,
+    validate_pair_params,
+)
 
 #: rclpy parameters every node has; meaningless offline (bag stamps are used), accepted.
 IGNORED = ('use_sim_time',)
@@ -33,13 +36,12 @@ NODES = ('depth', 'pair')
 
 def depth_specs() -> dict:
     """{name: ParamSpec} of the depth node, in declaration order."""
-    return {s.name: s for s in COMMON_PARAMS + DEPTH_PARAMS}
+    return {s.name: s for s in DEPTH_NODE_PARAMS}
 
 
 def pair_specs() -> dict:
     """{name: ParamSpec} of the pair node (its common defaults applied), in declaration order."""
-    return {s.name: s for s in with_defaults(COMMON_PARAMS, PairNode.COMMON_DEFAULTS)
-            + list(PAIR_PARAMS)}
+    return {s.name: s for s in PAIR_NODE_PARAMS}
 
 
 def node_of(sections: dict, given: dict) -> str:
@@ -75,7 +77,7 @@ def _sections(doc, path: Path) -> tuple[dict, dict]:
     return nodes, merged
 
 
-def load_depth_params(path: str | Path | None, overrides: dict | None = None) -> dict:
+def load_depth_params(path: str | Path | None, overrides: dict | None = None) -> DepthParams:
     """The depth node's parameter values: defaults, then the file, then `overrides`.
 
     Raises:
@@ -88,7 +90,7 @@ def load_depth_params(path: str | Path | None, overrides: dict | None = None) ->
 
 
 def load_node_params(path: str | Path | None, overrides: dict | None = None,
-                     node: str | None = None) -> tuple[str, dict]:
+                     node: str | None = None) -> tuple[str, DepthParams | PairParams]:
     """(node, values): which node the file is for and its values (defaults, file, `overrides`).
 
     `node` forces 'depth' or 'pair'; None = decided by the file (module docstring), no file =
@@ -112,8 +114,9 @@ def load_node_params(path: str | Path | None, overrides: dict | None = None,
         given.update(merged)
     given.update(overrides or {})
     node = node or node_of(sections, given)
-    specs, validate = ((depth_specs(), validate_depth_params) if node == 'depth' else
-                       (pair_specs(), validate_pair_params))
+    specs, validate, values_type = (
+        (depth_specs(), validate_depth_params, DepthParams) if node == 'depth' else
+        (pair_specs(), validate_pair_params, PairParams))
     values = {name: s.default for name, s in specs.items()}
     errors = []
     for name, value in given.items():
@@ -132,6 +135,7 @@ def load_node_params(path: str | Path | None, overrides: dict | None = None,
             errors.append(err)
         values[name] = value
     if not errors:
+        values = values_type(**values)
         errors = validate(values)
     if errors:
         raise ParamsFileError(f'{node} node parameters ({where}): ' + '; '.join(errors))

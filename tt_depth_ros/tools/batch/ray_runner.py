@@ -174,8 +174,9 @@ def _gave_up(bag: Path, s, reason: str) -> dict:
     if not path.exists() or mf.read_manifest(path) is not None:   # never over a foreign file
         mf.write_manifest(path, {
             'tool': mf.TOOL, 'input': {'path': str(bag.resolve())}, 'output': {'path': name},
-            'model': s.params['model'], 'backend': s.params['backend'], 'weights': s.weights,
-            'params_sha256': mf.canonical_sha256(s.params), 'params': s.params,
+            'model': s.params.model, 'backend': s.params.backend, 'weights': s.weights,
+            'params_sha256': mf.canonical_sha256(s.params.as_dict()),
+            'params': s.params.as_dict(),
             'software': mf.software(), 'status': 'failed', 'reason': reason,
             'frames': {'in': 0, 'out': 0, 'skipped': {}}, 'execution': {'runner': 'ray'},
             'finished': mf.now_iso()})
@@ -201,8 +202,8 @@ def run_on_ray(bags: list[Path], settings, opts: RayOptions, progress) -> list[d
         RayUnavailable: Ray missing, no cluster there, or none of its nodes fits one actor.
     """
     ray = import_ray()
-    demand = actor_demand(settings.params['backend'], settings.threads, opts)
-    if settings.params['backend'] == 'auto' and not (opts.num_gpus or opts.resources):
+    demand = actor_demand(settings.params.backend, settings.threads, opts)
+    if settings.params.backend == 'auto' and not (opts.num_gpus or opts.resources):
         LOG.warning("backend 'auto' on Ray: each actor uses what its node has and asks for no "
                     'accelerator; set the backend and --ray-num-gpus / --ray-resources to place '
                     'actors on accelerator nodes')

@@ -18,6 +18,7 @@ with `--ray auto|local|ADDRESS` (or RAY_ADDRESS set): one Ray actor per engine o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import logging
 import multiprocessing
@@ -142,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         if address is not None:
             ray_runner.import_ray()
         node, params = load_node_params(a.params)
-        if params['weights_path']:   # every process and node opens the same file
-            params['weights_path'] = str(Path(params['weights_path']).resolve())
+        if params.weights_path:   # every process and node opens the same file
+            params = dataclasses.replace(params,
+                                         weights_path=str(Path(params.weights_path).resolve()))
         cameras = [parse_camera(c) for c in a.camera]
         bags = [b.resolve() for b in expand_inputs(a.inputs)]
         weights = mf.weights_identity(params)
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         if address is not None:
-            LOG.info(f'{len(bags)} bag(s) -> {out} with {params["model"]} ({params["backend"]}), '
+            LOG.info(f'{len(bags)} bag(s) -> {out} with {params.model} ({params.backend}), '
                      f'on Ray at {address!r}')
             opts = ray_runner.RayOptions(address, a.workers, a.ray_num_gpus, resources,
                                          a.ray_retries)
@@ -182,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_local(bags: list[Path], settings: Settings, workers: int, progress: Progress) -> list:
     """In this process (one worker) or a spawn pool, one engine per process; rows in order."""
-    LOG.info(f'{len(bags)} bag(s) -> {settings.out} with {settings.params["model"]} '
-             f'({settings.params["backend"]}), {workers} worker(s)')
+    LOG.info(f'{len(bags)} bag(s) -> {settings.out} with {settings.params.model} '
+             f'({settings.params.backend}), {workers} worker(s)')
     if settings.threads:
         os.environ['OMP_NUM_THREADS'] = str(settings.threads)   # torch is not imported yet
     rows = []

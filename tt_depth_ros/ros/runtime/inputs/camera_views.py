@@ -50,13 +50,13 @@ class CameraViews:
     """CameraInfo by stamp and rectification for each camera key of a node.
 
     Args:
-        p: the node's parameter values (camera_info_*, rectify; read at each frame).
+        params: the node's current parameter values (camera_info_*, rectify; read per frame).
         reject: the node's `reject(reason, message)`.
         logger: the node's logger (the default-focal warning, once).
     """
 
-    def __init__(self, p: dict, reject: Callable[[str, str], None], logger) -> None:
-        self._params, self._reject, self._logger = p, reject, logger
+    def __init__(self, params: Callable, reject: Callable[[str, str], None], logger) -> None:
+        self._params, self._reject, self._logger = params, reject, logger
         self.store = CameraInfoStore()
         self.rectification = InputRectification()
 
@@ -76,13 +76,13 @@ class CameraViews:
         CameraInfo arrived at all and camera_info_mode is 'default_focal', else an InfoMatch.
         """
         stamp_ns = stamp_to_ns(stamp)
-        p = self._params
-        match = self.store.lookup(key, stamp_ns, p['camera_info_sync'],
-                                  p['camera_info_tolerance_s'], p['camera_info_wait_s'])
+        p = self._params()
+        match = self.store.lookup(key, stamp_ns, p.camera_info_sync,
+                                  p.camera_info_tolerance_s, p.camera_info_wait_s)
         if match is not None:
             return match
         if not self.store.has_any(key):
-            if p['camera_info_mode'] == 'wait':
+            if p.camera_info_mode == 'wait':
                 self._reject('no_camera_info', f'no CameraInfo received yet for {key} '
                              "(camera_info_mode='wait'); frame skipped")
                 return None
@@ -90,7 +90,7 @@ class CameraViews:
         skew = self.store.nearest_skew_s(key, stamp_ns)
         self._reject('camera_info_stamp', f'{key}: no CameraInfo with the image stamp '
                      f'{stamp_ns / 1e9:.6f} (nearest {skew:+.6f} s away, camera_info_tolerance_s='
-                     f"{p['camera_info_tolerance_s']}); frame skipped. A camera that publishes "
+                     f"{p.camera_info_tolerance_s}); frame skipped. A camera that publishes "
                      "CameraInfo rarely or with other stamps needs camera_info_sync:='latest'")
         return None
 
@@ -123,7 +123,7 @@ class CameraViews:
             self._reject('camera_info_size', f'{key}: {exc}')
             return None
         try:
-            rgb, border = self.rectification.apply(match.msg, rgb, self._params['rectify'])
+            rgb, border = self.rectification.apply(match.msg, rgb, self._params().rectify)
         except CameraModelError as exc:
             self._reject('rectify', f'{key}: cannot rectify with its CameraInfo: {exc}')
             return None
@@ -131,7 +131,7 @@ class CameraViews:
 
     def diagnostics(self) -> dict:
         """CameraInfo matching counters and the rectification state for /diagnostics."""
-        return {**self.store.counters(), **self.rectification.diagnostics(self._params['rectify'])}
+        return {**self.store.counters(), **self.rectification.diagnostics(self._params().rectify)}
 
     def reset(self) -> None:
         """New configure: forget CameraInfos, counters and rectification maps."""

@@ -30,16 +30,16 @@ class NodeInputs:
 
     Args:
         node: the rclpy node that creates and destroys the subscriptions.
-        p: the node's parameter values (input_transport, max_image_pixels).
+        params: the node's current parameter values (input_transport, max_image_pixels).
         qos: the node's input QoS (called per subscription: a node may widen it).
         stats: the node's statistics.
         reject: the node's `reject(reason, message)`.
         mailbox: the worker's latest-frame mailbox.
     """
 
-    def __init__(self, node, p: dict, qos: Callable, stats: NodeStats,
+    def __init__(self, node, params: Callable, qos: Callable, stats: NodeStats,
                  reject: Callable[[str, str], None], mailbox: LatestFrameMailbox) -> None:
-        self._node, self._params, self._qos = node, p, qos
+        self._node, self._params, self._qos = node, params, qos
         self._stats, self._reject, self._mailbox = stats, reject, mailbox
         self._subs: list = []
         self._last_stamp: dict[str, int] = {}
@@ -52,7 +52,7 @@ class NodeInputs:
 
     def subscribe_image(self, topic: str, callback):
         """Subscribe Image on `topic` or CompressedImage on `topic`/compressed (input_transport)."""
-        compressed = self._params['input_transport'] == 'compressed'
+        compressed = self._params().input_transport == 'compressed'
         msg_type, name = (CompressedImage, f'{topic}/compressed') if compressed else (Image, topic)
         logger = self._node.get_logger()
         sub = self._node.create_subscription(
@@ -89,7 +89,7 @@ class NodeInputs:
             self._reject('stamp_backwards', f'{key}: stamp went back by {back:.3f} s (bag loop or '
                          'clock jump); frame skipped, continuing from the new time')
             return False
-        max_pixels = self._params['max_image_pixels']
+        max_pixels = self._params().max_image_pixels
         if isinstance(msg, CompressedImage):
             try:
                 w, h = compressed_image_size(msg.data)
@@ -119,8 +119,8 @@ class NodeInputs:
         """Message -> (H, W, 3) uint8 RGB, or None after a throttled reject."""
         try:
             if isinstance(msg, CompressedImage):
-                return compressed_to_rgb(msg, self._params['max_image_pixels'])
-            return image_msg_to_rgb(msg, self._params['max_image_pixels'])
+                return compressed_to_rgb(msg, self._params().max_image_pixels)
+            return image_msg_to_rgb(msg, self._params().max_image_pixels)
         except ImageDecodeError as exc:
             self._reject('decode', f'{key}: {exc}')
             return None

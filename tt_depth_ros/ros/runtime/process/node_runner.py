@@ -70,7 +70,7 @@ def run_lifecycle_node(node_factory, latch: SignalLatch,
     stopping = threading.Event()   # set by the main thread only, never by a signal handler
 
     def spin() -> None:
-        if node.params.get('autostart') and latch.first is None:
+        if node.params.autostart and latch.first is None:
             _autostart(node, stopping)
         # spin_once in a loop: an exception escaping a callback (Jazzy raises one in the
         # change_state service for an invalid transition) must not end the node's spinning.
