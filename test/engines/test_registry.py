@@ -45,8 +45,8 @@ def test_registry_imports_no_torch_and_no_model_code():
     code = ('import sys, tt_depth_ros.engines.registry, tt_depth_ros.engines.licence, '
             'tt_depth_ros.ros.pair.params; '
             "print(sorted(m for m in sys.modules if m == 'torch' or (m.startswith("
-            "('tt_depth_ros.models.', 'tt_depth_ros.engines.torch')) and "
-            "m != 'tt_depth_ros.models.kind')))")
+            "('tt_depth_ros.models.', 'tt_depth_ros.engines.torch.')) and m not in "
+            "('tt_depth_ros.models.kind', 'tt_depth_ros.engines.torch.presets'))))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == '[]'

@@ -42,7 +42,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     scale_intrinsics,
 )
 from tt_depth_ros.geometry.preprocess.dust3r_preprocess import Dust3rPlan
-from tt_depth_ros.models.kind import MULTI_VIEW_KINDS
+from tt_depth_ros.models.kind import MULTI_VIEW_KINDS, ModelKind
 from tt_depth_ros.pipelines.depth import mean_focal
 from tt_depth_ros.pipelines.pair_dust3r import PairOutputs, PairPipeline, PairSettings
 
@@ -115,7 +115,8 @@ class AnyviewPairPipeline(PairPipeline):
         self._plans: dict[tuple[int, int], Dust3rPlan] = {}
         self.predictor = None
         self.engine = engine
-        self.metric_model = engine is not None and engine.info.details.get('kind') == 'nested'
+        self.metric_model = (engine is not None
+                             and engine.info.details.get('kind') == ModelKind.NESTED)
         self.units = 'metres' if self.metric_model else 'model units (relative)'
         name = engine.info.model if engine is not None else 'DA3'
         self.engine_label = (f'DA3 any-view {name}: one forward over both views, pose from the '

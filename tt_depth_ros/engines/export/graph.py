@@ -20,16 +20,18 @@ from tt_depth_ros.engines.torch.da3 import build_model, build_torch_engine
 from tt_depth_ros.engines.weights import read_state_dict, resolve_weights, sha256_file
 from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
 from tt_depth_ros.models.da3.nested import NestedDA3
+from tt_depth_ros.models.kind import ModelKind
 
 DTYPES = ('fp32', 'fp16')
-EXPORT_KINDS = ('metric', 'mono', 'anyview')
+EXPORT_KINDS = (ModelKind.METRIC, ModelKind.MONO, ModelKind.ANYVIEW)
 """DA3 kinds every export takes."""
-ONNX_KINDS = EXPORT_KINDS + ('nested',)
+ONNX_KINDS = EXPORT_KINDS + (ModelKind.NESTED,)
 """ONNX also takes NESTED: its two branches are the graph, the alignment runs on the host."""
 EXPORT_SEED = 0
 
 
-def check_model(model: str, fmt: str, kinds: tuple[str, ...] = EXPORT_KINDS) -> registry.ModelSpec:
+def check_model(model: str, fmt: str,
+                kinds: tuple[ModelKind, ...] = EXPORT_KINDS) -> registry.ModelSpec:
     """The registry entry of `model`; ValueError when the `fmt` export of `kinds` cannot take it."""
     spec = registry.model(model)
     takes = ', '.join(registry.names(family='da3', kinds=kinds))
@@ -56,12 +58,12 @@ def _out(name: str, shape: list[int], units: str, meaning: str) -> dict:
     return {'name': name, 'shape': shape, 'units': units, 'meaning': meaning}
 
 
-def outputs(kind: str, h: int, w: int) -> list[dict]:
+def outputs(kind: ModelKind, h: int, w: int) -> list[dict]:
     """Output names, shapes and units of an exported file of `kind`."""
     hw = [1, h, w]
     k = _out('intrinsics', [1, 3, 3], 'pixels',
              'estimated pinhole K at the network input size H x W')
-    if kind == 'nested':
+    if kind is ModelKind.NESTED:
         return [_out('depth_anyview', hw, 'relative',
                      'any-view branch depth (before the metric alignment)'),
                 _out('conf_anyview', hw, 'score', 'any-view branch depth confidence (exp + 1)'),
@@ -71,10 +73,10 @@ def outputs(kind: str, h: int, w: int) -> list[dict]:
                 _out('metric_depth_raw', hw, 'raw',
                      'metric branch raw depth (exp of the logit, before focal scaling)'),
                 _out('sky', hw, 'score', 'metric branch relu sky score; sky where >= 0.3')]
-    if kind in ('metric', 'mono'):
+    if kind in (ModelKind.METRIC, ModelKind.MONO):
         depth = (_out('depth', hw, 'raw',
                       'raw depth (exp of the logit), NOT metres: apply metric_scale')
-                 if kind == 'metric' else
+                 if kind is ModelKind.METRIC else
                  _out('depth', hw, 'relative', 'relative depth (no unit, scale unknown)'))
         return [depth, _out('sky', hw, 'score',
                             'relu sky score; sky where >= 0.3 (upstream threshold)')]
@@ -244,7 +246,7 @@ def sidecar_common(fmt: str, spec: registry.ModelSpec, dtype: str, h: int, w: in
             'scale': 1.0 / 255.0, 'mean': list(IMAGENET_MEAN), 'std': list(IMAGENET_STD),
             'formula': '(rgb_uint8 / 255 - mean) / std per channel, float32'},
         'outputs': outputs(spec.kind, h, w),
-        'metric_scale': METRIC_SCALE if spec.kind == 'metric' else None,
+        'metric_scale': METRIC_SCALE if spec.kind is ModelKind.METRIC else None,
         'weights': weights_info,
     }
 

@@ -48,6 +48,7 @@ from tt_depth_ros.engines.export.sidecar import check_sidecar_free, write_sideca
 from tt_depth_ros.engines.onnxruntime.engine import DEFAULT_PROVIDER, OnnxRuntimeEngine
 from tt_depth_ros.engines.weights import sha256_file
 from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
+from tt_depth_ros.models.kind import ModelKind
 
 __all__ = ['DTYPES', 'EXPORT_KINDS', 'PCC_GATE', 'export_da3_onnx', 'export_input', 'parity']
 MIN_OPSET = 17
@@ -190,7 +191,7 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
                      'operators': dict(sorted(ops.items()))},
         'versions': _versions(),
     }
-    if spec.kind == 'nested':
+    if spec.kind is ModelKind.NESTED:
         data['host_postprocess'] = (
             'models/da3/nested_align.align_to_metric on the outputs (the onnxruntime engine '
             'runs it): one least-squares scale from the confident non-sky pixels, metric depth '

@@ -34,6 +34,7 @@ from tt_depth_ros.engines.base import Engine, EngineInfo, check_views
 from tt_depth_ros.engines.export.sidecar import read_sidecar
 from tt_depth_ros.engines.select import BackendUnavailableError
 from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD, normalize
+from tt_depth_ros.models.kind import ModelKind
 
 DEFAULT_PROVIDER = 'CPUExecutionProvider'
 _log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class OnnxRuntimeEngine(Engine):
         self._size = tuple(int(v) for v in meta['size_hw'])
         self._input = meta['input']['name']
         self._names = [o['name'] for o in meta['outputs']]
-        self._nested = spec.kind == 'nested'
+        self._nested = spec.kind is ModelKind.NESTED
         pre = meta['preprocessing']
         if not (np.allclose(pre['mean'], IMAGENET_MEAN, rtol=0, atol=1e-7)
                 and np.allclose(pre['std'], IMAGENET_STD, rtol=0, atol=1e-7)):

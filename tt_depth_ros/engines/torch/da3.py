@@ -35,6 +35,7 @@ from tt_depth_ros.models.da3.checkpoint import load_state_dict
 from tt_depth_ros.models.da3.config import ANYVIEW_CONFIGS, CONFIGS
 from tt_depth_ros.models.da3.model import DA3Model
 from tt_depth_ros.models.da3.nested import NestedDA3, load_nested_state_dict
+from tt_depth_ros.models.kind import ModelKind
 
 Net = Union[DA3Model, NestedDA3]
 _log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def build_model(model: str, *, weights: Optional[str] = None, revision: Optional
                              'and NESTED checkpoints are read from safetensors only (never '
                              'pickles)')
         state_dict = read_state_dict(path)
-    if spec.kind == 'nested':
+    if spec.kind is ModelKind.NESTED:
         net: Net = NestedDA3(*config) if config is not None else NestedDA3()
         load_nested_state_dict(net, state_dict)
         return net.eval()
@@ -143,7 +144,7 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
                          "'float32' / 'bfloat16' / 'float16'")
     net = build_model(model, weights=weights, revision=revision, config=config,
                       state_dict=state_dict, accept_license=accept_license)
-    head = torch.bfloat16 if preset.head_bf16 and spec.kind in ('metric', 'mono', 'nested') \
+    head = torch.bfloat16 if preset.head_bf16 and spec.kind.has_sky \
         else torch.float32
     net.set_fused(fast, preset.matmul, head)
     net.cast_backbone(getattr(torch, preset.backbone_dtype))   # heads stay fp32 (as upstream)

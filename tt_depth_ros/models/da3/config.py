@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-KINDS = ('metric', 'mono', 'anyview')
+from tt_depth_ros.models.kind import ModelKind
+
+BUILT_KINDS = (ModelKind.METRIC, ModelKind.MONO, ModelKind.ANYVIEW)
+"""The kinds a DA3Config builds (NESTED is two of them: models/da3/nested.py)."""
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,7 @@ class DA3Config:
 
     Args:
         name: Registry name, e.g. 'da3metric-large', 'da3-small'.
-        kind: 'metric' (depth in metres via f'/300), 'mono' (relative, sky head) or 'anyview'
+        kind: METRIC (depth in metres via f'/300), MONO (relative, sky head) or ANYVIEW
             (relative multi-view depth + rays + camera; DualDPT head and camera decoder).
         patch_size: Patch side (14).
         img_size: Native size of the learned pos-embed grid (518 -> 37 x 37).
@@ -45,7 +48,7 @@ class DA3Config:
     """
 
     name: str
-    kind: str = 'metric'
+    kind: ModelKind = ModelKind.METRIC
     patch_size: int = 14
     img_size: int = 518
     embed_dim: int = 1024
@@ -69,8 +72,10 @@ class DA3Config:
     head_features_2: int = 32
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f'{self.name}: kind={self.kind!r}; allowed: {KINDS}')
+        object.__setattr__(self, 'kind', ModelKind(self.kind))   # a config file gives the name
+        if self.kind not in BUILT_KINDS:
+            raise ValueError(f'{self.name}: kind={self.kind.value!r}; allowed: '
+                             f'{[k.value for k in BUILT_KINDS]}')
         if self.embed_dim % self.num_heads:
             raise ValueError(f'{self.name}: embed_dim {self.embed_dim} not divisible by '
                              f'num_heads {self.num_heads}')
@@ -88,12 +93,12 @@ class DA3Config:
     @property
     def is_metric(self) -> bool:
         """Depth scales to metres with f'/300 (DA3METRIC)."""
-        return self.kind == 'metric'
+        return self.kind is ModelKind.METRIC
 
     @property
     def anyview(self) -> bool:
         """Any-view model (DualDPT head, camera decoder, multi-view attention)."""
-        return self.kind == 'anyview'
+        return self.kind is ModelKind.ANYVIEW
 
     @property
     def head_dim_in(self) -> int:
@@ -111,7 +116,7 @@ class DA3Config:
 
 
 LARGE = DA3Config(name='da3metric-large')
-MONO_LARGE = replace(LARGE, name='da3mono-large', kind='mono')
+MONO_LARGE = replace(LARGE, name='da3mono-large', kind=ModelKind.MONO)
 # test/data/da3/tiny_config.json: same code paths and key names as LARGE, only smaller.
 TINY = DA3Config(name='da3metric-tiny', embed_dim=64, depth=4, num_heads=4, out_layers=(0, 1, 2, 3),
                  features=32, out_channels=(16, 32, 64, 64))
@@ -119,7 +124,7 @@ TINY = DA3Config(name='da3metric-tiny', embed_dim=64, depth=4, num_heads=4, out_
 
 def _anyview(name: str, **dims) -> DA3Config:
     start = dims.pop('alt_start')
-    return DA3Config(name=name, kind='anyview', alt_start=start, qknorm_start=start,
+    return DA3Config(name=name, kind=ModelKind.ANYVIEW, alt_start=start, qknorm_start=start,
                      rope_start=start, cat_token=True, **dims)
 
 
