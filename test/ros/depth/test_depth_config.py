@@ -22,6 +22,8 @@ def test_yaml_matches_declared_parameters():
     assert set(values) == set(specs) - TEST_ONLY
     for name, value in values.items():
         spec = specs[name]
+        if spec.is_list:      # a YAML list, declared as a string array
+            value = tuple(value)
         assert type(value) is type(spec.default), name
         assert spec.check(value) is None, name
         assert value == spec.default, f'{name}: yaml {value!r} != default {spec.default!r}'

@@ -44,7 +44,7 @@ def test_fifty_cycles_no_leaks():
             published = node.stats.published
             header = Header(frame_id='cam')
             header.stamp.sec = i
-            node._on_image(rgb_image_msg(np.zeros((48, 64, 3), np.uint8), header))
+            node._on_image(node.cameras[0], rgb_image_msg(np.zeros((48, 64, 3), np.uint8), header))
             wait_for(lambda n=published: node.stats.published > n, 10, what=f'frame of cycle {i}')
             assert node.trigger_deactivate() == OK
             assert node.worker is None

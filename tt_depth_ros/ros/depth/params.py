@@ -12,6 +12,7 @@ from tt_depth_ros.geometry.depth.metric_depth import SKY_MODES
 from tt_depth_ros.pipelines.depth import FrameOptions
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
 from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
+from tt_depth_ros.ros.depth.cameras_param import parse_cameras
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
 from tt_depth_ros.ros.runtime.params import ParamSpec, params_type
@@ -19,6 +20,11 @@ from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 
 DEPTH_PARAMS = (
     ParamSpec('onnx_provider', 'CPUExecutionProvider', 'backend onnxruntime: the execution '
+    ParamSpec('cameras', (), "Cameras this node serves from its one engine "
+              "(ros/depth/cameras_param.py): [] = one camera on 'image' / 'camera_info' with "
+              "outputs beside them; else one entry per camera, a namespace ('/front': "
+              "/front/image, /front/camera_info, outputs /front/depth ...) or "
+              "'image=/T,camera_info=/T[,ns=/NS][,size=WxH][,priority=N][,max_rate_hz=F]'."),
               'provider (e.g. CUDAExecutionProvider, TensorrtExecutionProvider); one not '
               'installed fails configure, listing the available ones (no fallback).'),
     ParamSpec('process_res', 504, 'Long side of the network input (upstream upper-bound resize, '
@@ -76,6 +82,10 @@ def validate_depth_params(p: DepthParams) -> list[str]:
         errors.append('expected_width and expected_height must both be 0 or both be set')
     return errors
 
+    try:
+        parse_cameras(p.cameras)
+    except ValueError as exc:
+        errors.append(str(exc))
 
 def depth_frame_options(p: DepthParams, is_metric: bool) -> FrameOptions:
     """The DA3 frame path's options from depth node values `p` (the node and tt-depth-batch)."""

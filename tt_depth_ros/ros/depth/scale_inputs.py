@@ -16,9 +16,10 @@ from tt_depth_ros.ros.runtime.tf.tf_height import camera_height
 class ScaleSideInputs:
     """Metric depth images (scale_source 'depth') and the TF tree (a 'camera_height' frame)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tf: TfBuffer | None = None) -> None:
+        """`tf`: a TF buffer shared with the node's other cameras (the TF tree is one)."""
         self.metric_depth = MetricDepthImages()
-        self.tf = TfBuffer()
+        self.tf = tf if tf is not None else TfBuffer()
 
     def clear(self) -> None:
         """Activate: forget earlier images and transforms."""

@@ -83,7 +83,7 @@ class PerceptionLifecycleNode(LifecycleNode):
         self.param_table.read()
         self.state_label = 'unconfigured'
         self.stats = NodeStats()
-        self.mailbox = LatestFrameMailbox()
+        self.mailbox = self.make_mailbox()
         self.prepared = PreparedShapes()
         self.rejects = RejectReporter(self.get_logger(), self.stats,
                                       lambda: self.params.bad_input_log_period)
@@ -130,6 +130,18 @@ class PerceptionLifecycleNode(LifecycleNode):
         """The ResizeMap to prepare with an expected shape (the engine resizes on its device)."""
         return None
 
+    def expected_preparations(self) -> list[tuple]:
+        """(network shape, ResizeMap or None) pairs to prepare at configure.
+
+        The default pairs `expected_shapes` with `expected_resize`; a node whose cameras share a
+        network shape at different camera sizes lists each pair itself.
+        """
+        return [(shape, self.expected_resize(shape)) for shape in self.expected_shapes()]
+
+    def make_mailbox(self):
+        """The worker's hand-over: one latest-frame slot (or one per camera: scheduler.py)."""
+        return LatestFrameMailbox()
+
     def create_outputs(self) -> None:
         """Create lifecycle publishers (configure); use `add_publisher`."""
 
@@ -143,6 +155,10 @@ class PerceptionLifecycleNode(LifecycleNode):
     def diagnostics_extra(self) -> dict:
         """Extra key/values for /diagnostics."""
         return {}
+
+    def diagnostics_statuses(self, state: str) -> list:
+        """More DiagnosticStatus entries beside the node's own (e.g. one per camera)."""
+        return []
 
     # ---- engine ---------------------------------------------------------------------------
     def build_engine(self) -> Engine:
@@ -184,8 +200,8 @@ class PerceptionLifecycleNode(LifecycleNode):
             self.get_logger().info(f'engine built in {time.monotonic() - t0:.2f} s: '
                                    f'{self.engine.info}')
             self.configure_for_engine()
-            for shape in self.expected_shapes():
-                self.ensure_prepared(shape, self.expected_resize(shape))
+            for shape, resize in self.expected_preparations():
+                self.ensure_prepared(shape, resize)
                 self.cancel.check('while preparing the engine')
             self.create_outputs()
             self._diag_timer = self.create_timer(self.params.diagnostics_period,
@@ -275,7 +291,7 @@ class PerceptionLifecycleNode(LifecycleNode):
                     'being asked to stop; the engine is NOT released (closing it under a running '
                     'inference is unsafe); retry the transition, or restart the process')
             self.worker = None
-        if self.mailbox.clear():
+        for _ in range(self.mailbox.clear()):
             self.stats.on_drop()
 
     def _release_all(self) -> None:
@@ -334,14 +350,14 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Messages each image subscription keeps (the input QoS depth)."""
         return self.input_qos().depth
 
-    def subscribe_metric_depth(self, images: MetricDepthImages):
-        """Feed `images` from `metric_depth` (scale_source=depth); a bad message is a reject."""
+    def subscribe_metric_depth(self, images: MetricDepthImages, topic: str = METRIC_DEPTH_TOPIC):
+        """Feed `images` from `topic` (scale_source=depth); a bad message is a reject."""
         def on_image(msg) -> None:
             error = images.put(msg)
             if error is not None:
                 self.reject('metric_depth', error)
         return self.track_subscription(self.create_subscription(
-            Image, METRIC_DEPTH_TOPIC, on_image, self.input_qos()))
+            Image, topic, on_image, self.input_qos()))
 
     def camera_view(self, key: str, rgb: np.ndarray, stamp,
                     fallback: str = 'using the default focal; the metric scale is unreliable'
@@ -360,9 +376,9 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Message -> (H, W, 3) uint8 RGB, or None after a throttled reject."""
         return self.inputs.decode(msg, key)
 
-    def offer(self, item) -> None:
-        """Hand a frame to the worker; replacing an unprocessed one counts as a drop."""
-        self.inputs.offer(item)
+    def offer(self, item) -> bool:
+        """Hand a frame to the worker; True when it replaced an unprocessed one (a drop)."""
+        return self.inputs.offer(item)
 
     # ---- reporting ------------------------------------------------------------------------
     def reject(self, reason: str, message: str) -> None:
@@ -384,4 +400,5 @@ class PerceptionLifecycleNode(LifecycleNode):
         status = self.stats.to_status(f'{self.get_fully_qualified_name()}', extra['device'],
                                       self.state_label, extra,
                                       drop_warn_ratio=self.params.drop_warn_ratio)
-        self._diag_pub.publish(diagnostic_array(self.get_clock().now().to_msg(), [status]))
+        statuses = [status, *self.diagnostics_statuses(self.state_label)]
+        self._diag_pub.publish(diagnostic_array(self.get_clock().now().to_msg(), statuses))

@@ -21,12 +21,15 @@ from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
     ParameterDescriptor,
+    ParameterType,
     SetParametersResult,
 )
 from rclpy.exceptions import (
     InvalidParameterTypeException,
     InvalidParameterValueException,
+    ParameterUninitializedException,
 )
+from rclpy.parameter import Parameter
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,17 @@ class ParamSpec:
     runtime: bool = False
     read_only: bool = False
 
+    @property
+    def is_list(self) -> bool:
+        """A string-array parameter (its default is a tuple, usually empty)."""
+        return isinstance(self.default, tuple)
+
     def check(self, value) -> str | None:
         """Error text if `value` is not allowed, else None."""
+        if self.is_list:
+            if not all(isinstance(v, str) for v in value):
+                return f'{self.name}={value!r} must be a list of strings'
+            return None
         if self.choices and value not in self.choices:
             return f'{self.name}={value!r} is not one of {list(self.choices)}'
         rng = self.int_range or self.float_range
@@ -58,6 +70,8 @@ class ParamSpec:
         extra = f' One of {list(self.choices)}.' if self.choices else ''
         d = ParameterDescriptor(name=self.name, description=f'{self.description}{extra} [{when}]',
                                 read_only=self.read_only)
+        if self.is_list:
+            d.type = ParameterType.PARAMETER_STRING_ARRAY
         if self.int_range is not None:
             d.integer_range = [IntegerRange(from_value=int(self.int_range[0]),
                                             to_value=int(self.int_range[1]), step=1)]
@@ -99,20 +113,30 @@ class ParamTable:
     def declare(self, spec: ParamSpec) -> None:
         """Declare one parameter; a bad override is recorded (reported at configure), not raised."""
         self.specs[spec.name] = spec
+        # a string array is declared by type: rclpy cannot tell an empty list's element type
+        default = Parameter.Type.STRING_ARRAY if spec.is_list and not spec.default \
+            else spec.default
         try:
-            self._node.declare_parameter(spec.name, spec.default, spec.descriptor())
+            self._node.declare_parameter(spec.name, default, spec.descriptor())
         except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
             self.declare_errors[spec.name] = (f'{spec.name}: invalid value given at startup '
                                               f'({exc}); fix it (default {spec.default!r})')
-            self._node.declare_parameter(spec.name, spec.default, spec.descriptor(),
+            self._node.declare_parameter(spec.name, default, spec.descriptor(),
                                          ignore_override=True)
+
+    def _value(self, spec: ParamSpec):
+        try:
+            value = self._node.get_parameter(spec.name).value
+        except ParameterUninitializedException:   # a string array left empty
+            return spec.default
+        return tuple(value) if spec.is_list else value
 
     def read(self) -> list[str]:
         """Read all values into `self.values`; returns error messages (empty when valid)."""
         errors = list(self.declare_errors.values())
         values = {}
         for name, spec in self.specs.items():
-            value = self._node.get_parameter(name).value
+            value = self._value(spec)
             values[name] = value
             err = spec.check(value)
             if err:

@@ -125,9 +125,10 @@ class NodeInputs:
             self._reject('decode', f'{key}: {exc}')
             return None
 
-    def offer(self, item) -> None:
-        """Hand a frame to the worker; replacing an unprocessed one counts as a drop."""
+    def offer(self, item) -> bool:
+        """Hand a frame to the worker; True when it replaced an unprocessed one (a drop)."""
         dropped = self._mailbox.put(item)
         self._stats.on_offer(dropped)
         if dropped:
             self._stats.on_drop()
+        return dropped
