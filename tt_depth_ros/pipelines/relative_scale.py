@@ -1,13 +1,15 @@
-"""Metric scale of one relative-depth frame from the configured source, free of rclpy.
+"""Metric scale of one frame from an image-based source, free of rclpy.
 
 `depth`: a metric depth image of the same view (the depth node of a metric model, a LiDAR
-projected into the camera) resampled onto the relative depth's grid, then the median ratio over
-confident valid pixels - `geometry.pointmap.scale.median_ratio_scale`, the code the pair node uses.
+projected into the camera) resampled onto the frame's grid, then a MAD-gated median ratio (or
+scale + shift in inverse depth, `fit`) over confident valid pixels (geometry/depth/sparse_fit.py,
+the fit of the 'cloud' source too: pipelines/sensor_scale.py).
 `camera_height`: the ground plane fitted in the relative cloud (geometry/depth/ground_plane.py).
+The settings also carry the temporal filter's options (pipelines/scale_filter.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -15,7 +17,9 @@ import numpy as np
 from tt_depth_ros.geometry.depth.depth_cloud import organized_points
 from tt_depth_ros.geometry.depth.ground_plane import GroundFit, camera_height_scale
 from tt_depth_ros.geometry.depth.metric_depth import resize_depth
-from tt_depth_ros.geometry.pointmap.scale import ScaleResult, median_ratio_scale, unit_scale
+from tt_depth_ros.geometry.depth.sparse_fit import affine_inverse_fit, gated_ratio_scale
+from tt_depth_ros.geometry.pointmap.scale import ScaleResult, unit_scale
+from tt_depth_ros.pipelines.scale_filter import ScaleFilterSettings
 
 GROUND_DECIMATION = 4
 """The ground fit uses every 4th row and column (enough points, 16x less work)."""
@@ -23,7 +27,11 @@ GROUND_DECIMATION = 4
 
 @dataclass(frozen=True)
 class RelativeScaleSettings:
-    """Options of the scale sources (depth-node parameters of the same names)."""
+    """Options of the scale sources (depth-node parameters of the same names).
+
+    `fit`: 'scale' or 'affine_inverse' (sources 'depth' and 'cloud'); `filter`: the temporal
+    filter of every source (pipelines/scale_filter.py).
+    """
 
     source: str = 'none'
     min_scale_support: int = 20
@@ -31,6 +39,8 @@ class RelativeScaleSettings:
     ground_max_tilt_deg: float = 35.0
     ground_tolerance: float = 0.05
     ground_min_inlier_ratio: float = 0.15
+    fit: str = 'scale'
+    filter: ScaleFilterSettings = field(default_factory=ScaleFilterSettings)
 
 
 class FrameScale(NamedTuple):
@@ -72,7 +82,9 @@ def relative_scale(s: RelativeScaleSettings, depth: np.ndarray, mask: np.ndarray
             return FrameScale(ScaleResult('depth', None, f'metric depth {mw}x{mh} has another '
                                           f'aspect than the relative depth {w}x{h}'))
         grid = resize_depth(metric_depth, (h, w))
-        return FrameScale(median_ratio_scale(grid, depth, mask, min_support=s.min_scale_support))
+        fit = affine_inverse_fit if s.fit == 'affine_inverse' else gated_ratio_scale
+        return FrameScale(fit(grid[mask], depth[mask], min_support=s.min_scale_support,
+                              source='depth'))
     if s.source == 'camera_height':
         if not s.camera_height_m > 0:
             return FrameScale(ScaleResult('camera_height', None,

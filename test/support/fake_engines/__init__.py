@@ -16,6 +16,8 @@ A node selects one only through its read-only `engine_plugin: 'module:callable'`
 - slow_anyview_factory: not a plugin but a node entry point (`python -m
   support.fake_engines.slow_anyview_factory`) that replaces engines.factory.build_engine.
 - ground_truth: `GroundTruthEngine`, a bag's ground-truth depth (tools/bench tests).
+- scale_oracle: `ScaleOracleEngine`, the scale oracle's true depth times a known per-frame scale
+  (support/scale_oracle.py; any DA3 kind: the metric scale tests).
 - dies_once: `tiny_dies_once`, the real tiny DA3 engine whose process SIGKILLs itself once,
   mid-bag (tt-depth-batch --ray retries).
 """

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 SOURCES = ('none', 'baseline', 'depth')
-METRIC_SOURCES = ('baseline', 'depth', 'camera_height', 'model')
+METRIC_SOURCES = ('baseline', 'depth', 'camera_height', 'model', 'cloud', 'temporal')
 """Sources whose scaled lengths are metres ('camera_height': geometry/depth/ground_plane.py;
-'model': the network predicts metres itself, e.g. DA3NESTED)."""
+'model': the network predicts metres itself, e.g. DA3NESTED; 'cloud': a LiDAR scan and
+'temporal': the previous frame moved with the camera, geometry/depth/sparse_fit.py)."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,9 @@ class ScaleResult:
 
     `value` is None when the source could not provide a scale for this pair (`reason` says why);
     `support` is the number of pixels (or 1 for a baseline) it rests on; `spread` the relative
-    median absolute deviation of the per-pixel ratios (0 for a baseline).
+    median absolute deviation of the per-pixel ratios (0 for a baseline). A fit in inverse depth
+    (geometry/depth/sparse_fit.py) also has a `shift`: metric = value * d / (1 + shift * d);
+    `outliers` counts the pixels a gated fit left out.
     """
 
     source: str
@@ -38,6 +41,8 @@ class ScaleResult:
     reason: str = ''
     support: int = 0
     spread: float = 0.0
+    shift: float = 0.0
+    outliers: int = 0
 
     @property
     def ok(self) -> bool:

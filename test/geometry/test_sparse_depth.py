@@ -1,0 +1,112 @@
+"""Points onto a depth grid (projection + z-buffer) and the robust sparse fits (issue 37)."""
+import numpy as np
+import pytest
+
+from tt_depth_ros.geometry.depth.sparse_depth import (
+    grid_points,
+    project_points,
+    transform_points,
+)
+from tt_depth_ros.geometry.depth.sparse_fit import (
+    affine_inverse_fit,
+    apply_fit,
+    gated_ratio_scale,
+)
+from tt_depth_ros.geometry.pose.se3 import make_T
+
+K = np.array([[50.0, 0.0, 31.5], [0.0, 50.0, 23.5], [0.0, 0.0, 1.0]])
+H, W = 48, 64
+
+
+def _on_pixel(u, v, z):
+    """The optical-frame point that projects onto pixel (u, v) at depth z."""
+    return [(u - K[0, 2]) * z / K[0, 0], (v - K[1, 2]) * z / K[1, 1], z]
+
+
+def test_zbuffer_keeps_the_nearest_and_drops_behind_and_outside():
+    box = [_on_pixel(u, v, 2.0) for u in range(20, 30) for v in range(10, 20)]
+    wall = [_on_pixel(u, v, 5.0) for u in range(10, 40) for v in range(5, 25)]
+    behind = [[0.1, 0.1, -3.0], [0.0, 0.0, 0.0]]               # behind / on the camera plane
+    outside = [_on_pixel(-3, 10, 4.0), _on_pixel(70, 10, 4.0), _on_pixel(5, 60, 4.0)]
+    pts = np.array(wall + box + behind + outside + [[np.nan, 0.0, 3.0]])
+    rng = np.random.default_rng(0)
+    for order in (np.arange(len(pts)), rng.permutation(len(pts))):   # any order: same winner
+        sparse = project_points(pts[order], K, (H, W))
+        dense = sparse.dense()
+        assert (np.diff(sparse.index) > 0).all()
+        np.testing.assert_array_equal(dense[10:20, 20:30], 2.0)     # the box hides the wall
+        wall_only = np.zeros((H, W), bool)
+        wall_only[5:25, 10:40] = True
+        wall_only[10:20, 20:30] = False
+        np.testing.assert_array_equal(dense[wall_only], 5.0)
+        assert np.isfinite(dense).sum() == 30 * 20                  # nothing else landed
+
+
+def test_projection_rounds_to_pixel_centres_with_skew():
+    Ks = K.copy()
+    Ks[0, 1] = 0.5
+    # u = (fx x + s y) / z + cx: these land 0.49 px off the centres of (12, 7) and (40, 30)
+    pts = []
+    for u, v, z in ((12.49, 7.0, 2.0), (39.51, 30.0, 3.0)):
+        y = (v - Ks[1, 2]) * z / Ks[1, 1]
+        pts.append([(u - Ks[0, 2] - Ks[0, 1] * y / z) * z / Ks[0, 0], y, z])
+    sparse = project_points(pts, Ks, (H, W))
+    np.testing.assert_array_equal(sparse.index, [7 * W + 12, 30 * W + 40])
+    # grid_points inverts the projection exactly (pixel centres, skew)
+    depth = np.full((H, W), np.nan, np.float32)
+    depth[7, 12], depth[30, 40] = 2.0, 3.0
+    back = grid_points(depth, Ks)
+    again = project_points(back, Ks, (H, W))
+    np.testing.assert_array_equal(again.index, [7 * W + 12, 30 * W + 40])
+    np.testing.assert_allclose(again.depth, [2.0, 3.0])
+
+
+def test_transform_points_moves_into_the_target_frame():
+    T = make_T(np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), [1.0, 2.0, 3.0])
+    out = transform_points(np.array([[1.0, 0.0, 0.0]]), T)
+    np.testing.assert_allclose(out, [[1.0, 3.0, 3.0]])
+    with pytest.raises(ValueError, match=r'\(N, 3\)'):
+        transform_points(np.zeros((4, 2)), T)
+
+
+def test_gated_ratio_ignores_gross_outliers():
+    rng = np.random.default_rng(3)
+    true = rng.uniform(1.0, 20.0, 400)
+    net = true / 2.5
+    ref = true * (1 + 0.02 * rng.standard_normal(400))
+    clean = gated_ratio_scale(ref, net)
+    bad = ref.copy()
+    gross = rng.random(400) < 0.05
+    bad[gross] *= rng.uniform(0.3, 3.0, gross.sum())
+    fit = gated_ratio_scale(bad, net)
+    assert fit.ok and fit.value == pytest.approx(2.5, rel=5e-3)
+    assert abs(fit.value / clean.value - 1) < 2e-3          # the outliers do not move it
+    assert fit.outliers >= 0.8 * gross.sum() and fit.support + fit.outliers == 400
+    assert fit.spread == pytest.approx(0.6745 * 0.02, rel=0.3)   # MAD of 2 % noise
+    few = gated_ratio_scale(ref[:10], net[:10], min_support=20)
+    assert not few.ok and 'only 10' in few.reason
+
+
+def test_affine_inverse_fit_recovers_scale_and_shift():
+    rng = np.random.default_rng(4)
+    true = rng.uniform(1.0, 30.0, 500)
+    a, b = 0.4, 0.05                                  # 1 / true = a / net + b
+    net = a / (1.0 / true - b)
+    ok = net > 0
+    true, net = true[ok], net[ok]
+    ref = true.copy()
+    ref[:20] *= 3.0                                   # gross outliers
+    fit = affine_inverse_fit(ref, net)
+    assert fit.ok and fit.outliers >= 20
+    assert fit.value == pytest.approx(1 / a, rel=1e-6)
+    assert fit.shift == pytest.approx(b / a, rel=1e-6)
+    np.testing.assert_allclose(apply_fit(net.astype(np.float32), fit.value, fit.shift)[20:],
+                               true[20:], rtol=1e-5)
+
+
+def test_apply_fit_keeps_sky_and_refuses_behind_camera():
+    d = np.array([1.0, np.inf, np.nan, 100.0], np.float32)
+    out = apply_fit(d, 2.0, -0.02)                    # 1 - 0.02 * 100 < 0: behind the camera
+    assert out[0] == pytest.approx(2.0 / 0.98) and np.isposinf(out[1])
+    assert np.isnan(out[2]) and np.isnan(out[3])
+    np.testing.assert_array_equal(apply_fit(d, 2.0)[[0, 3]], [2.0, 200.0])

@@ -1,0 +1,96 @@
+"""The scale sources and filter over the oracle sequence, ROS-free (issue 37's figures).
+
+The real DA3 frame path and scale stage (pipelines/depth_scale.py) over the scale oracle
+(support/scale_oracle.py): a moving camera whose network depth is the truth times s_i
+(log-normal jitter 10 %, one x2 step), a LiDAR at another rate and phase with 2 % noise and 5 %
+gross outliers. The sequence statistics live here; the ROS tests prove the node does the same.
+"""
+import numpy as np
+import pytest
+
+from support.scale_oracle import (
+    Oracle,
+    frame_stamp,
+    lidar_stamps,
+    log_jitter,
+    run_sequence,
+)
+from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
+from tt_depth_ros.pipelines.scale_filter import RESET, UNSCALED, ScaleFilterSettings
+
+W, H = 56, 42
+FRAMES, STEP, RESETS = 60, 30, 3
+FIRST_SECOND = 10
+CLOUD = RelativeScaleSettings('cloud', filter=ScaleFilterSettings('kalman', reset_count=RESETS))
+
+
+def _steady(n):
+    """Frames after the first second, without the step's reset window."""
+    keep = np.zeros(n, bool)
+    keep[FIRST_SECOND:] = True
+    keep[STEP:STEP + RESETS] = False
+    return keep
+
+
+@pytest.fixture(scope='module')
+def metric_cloud():
+    return run_sequence('metric', Oracle(W, H, seed=1, step_at=STEP), FRAMES, CLOUD)
+
+
+def test_cloud_kalman_holds_the_metric_scale(metric_cloud):
+    r = metric_cloud
+    err, keep = r.error, _steady(FRAMES)
+    assert np.median(np.abs(err[FIRST_SECOND:] - 1)) <= 0.01
+    for a, b in ((FIRST_SECOND, STEP), (STEP + RESETS, FRAMES)):   # jitter on each side of the step
+        assert log_jitter(err[a:b]) <= 0.1 * log_jitter(r.raw[a:b])
+    assert np.abs(err[keep] - 1).max() < 0.03
+    # the x2 step: followed within the reset count, then exact again
+    assert np.abs(err[STEP + RESETS:] - 1).max() < 0.03
+    assert r.last.figures['scale_rejections'] >= 1 or RESET in r.states[STEP:STEP + RESETS]
+
+
+@pytest.mark.parametrize('kind, min_conf', [('anyview', 1.5), ('mono', 0.0), ('nested', 1.5)])
+def test_every_kind_gets_the_same_scale(kind, min_conf):
+    r = run_sequence(kind, Oracle(W, H, seed=2, step_at=12), 20,
+                     RelativeScaleSettings('cloud', filter=ScaleFilterSettings('kalman')),
+                     min_confidence=min_conf)
+    assert np.median(np.abs(r.error[5:] - 1)) <= 0.01
+    assert np.abs(r.error[15:] - 1).max() < 0.03
+    metric = r.last.metric
+    assert metric is not None and r.last.figures['units'] == 'metres'
+    if kind != 'nested':
+        assert r.last.relative is not None
+
+
+def test_outliers_do_not_move_the_scale():
+    kw = dict(frames=8, settings=RelativeScaleSettings('cloud'))
+    clean = run_sequence('metric', Oracle(W, H, seed=3), outliers=False, **kw)
+    dirty = run_sequence('metric', Oracle(W, H, seed=3), outliers=True, **kw)
+    assert np.abs(dirty.applied / clean.applied - 1).max() < 0.005
+    first = lidar_stamps(frame_stamp(1))[0]             # the scans do carry gross outliers
+    o = Oracle(W, H, seed=3)
+    ranges = [np.linalg.norm(o.scan(first, gross), axis=1) for gross in (True, False)]
+    assert (np.abs(ranges[0] / ranges[1] - 1) > 0.2).sum() >= 2
+
+
+def test_missing_cloud_predicts_then_leaves_the_frame_unscaled():
+    s = RelativeScaleSettings('cloud', filter=ScaleFilterSettings('kalman', hold_s=0.3))
+    r = run_sequence('anyview', Oracle(W, H, seed=4), 12, s, min_confidence=1.5, scans_until=5)
+    assert r.states[7] == 'predicted' and np.isfinite(r.applied[7])
+    assert r.states[-1] == UNSCALED and np.isnan(r.applied[-1])
+    assert r.last.scale_failed and r.last.metric is None
+    assert 'no scan' in r.last.failure_message and 'scale_hold_s' in r.last.failure_message
+    # a metric model without its scan keeps its own metres, and says why
+    m = run_sequence('metric', Oracle(W, H, seed=4), 12, s, scans_until=5)
+    assert m.states[-1] == UNSCALED and m.last.unscaled and not m.last.scale_failed
+    assert m.last.metric is m.last.frame.depth
+
+
+def test_temporal_holds_a_metric_scale_without_a_sensor():
+    s = RelativeScaleSettings('temporal', filter=ScaleFilterSettings(
+        'kalman', process_noise=0.01, model_sigma=0.1))
+    r = run_sequence('metric', Oracle(W, H, seed=5), 100, s)
+    err = r.error
+    assert log_jitter(err[FIRST_SECOND:]) <= 0.2 * log_jitter(r.raw[FIRST_SECOND:])
+    assert abs(err[-1] - 1) <= 0.05 and np.abs(err[FIRST_SECOND:] - 1).max() <= 0.05
+    assert r.last.figures['scale_support'] >= 20

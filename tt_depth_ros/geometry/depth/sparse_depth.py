@@ -1,0 +1,105 @@
+"""3-D points onto a depth grid: rigid transform, pinhole projection and a z-buffer.
+
+A LiDAR scan (scale_source 'cloud') and the previous frame's depth moved with the camera
+(scale_source 'temporal') become sparse depth on the published grid here. Pixel centres are at
+integer coordinates (the convention of geometry/depth/depth_cloud.py and image_geometry), so a
+point lands on pixel (round(u), round(v)). Points at or behind the camera (z <= `min_z_m`),
+non-finite ones and those outside the image are dropped; where several points land on one pixel
+the nearest wins (a z-buffer: a wall behind a box never shows through it). The result is sparse -
+the flat indices of the pixels hit, in increasing order, and their depth - so the fits that
+follow touch only those pixels.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+MIN_Z_M = 1e-3
+"""Points nearer than 1 mm to the camera plane are behind it for the projection."""
+
+
+class SparseDepth(NamedTuple):
+    """Depth on some pixels of an (h, w) grid.
+
+    Attributes:
+        index: (M,) int64 flat pixel indices (v * w + u), strictly increasing.
+        depth: (M,) float32 planar depth of the nearest point on each of those pixels.
+        shape: (h, w) of the grid.
+    """
+
+    index: np.ndarray
+    depth: np.ndarray
+    shape: tuple[int, int]
+
+    def dense(self) -> np.ndarray:
+        """(h, w) float32 image: the depth where a point landed, NaN elsewhere."""
+        out = np.full(self.shape[0] * self.shape[1], np.nan, np.float32)
+        out[self.index] = self.depth
+        return out.reshape(self.shape)
+
+
+def transform_points(points: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """(N, 3) float32 points of frame b in frame a, for T = T_a_b (4x4)."""
+    points = np.asarray(points, dtype=np.float32)
+    if points.ndim != 2 or points.shape[1] != 3:
+        raise ValueError(f'points must be (N, 3), got {points.shape}')
+    T = np.asarray(T, dtype=np.float64)
+    if T.shape != (4, 4):
+        raise ValueError(f'T must be 4x4, got {T.shape}')
+    out = points @ T[:3, :3].T.astype(np.float32)
+    out += T[:3, 3].astype(np.float32)
+    return out
+
+
+def project_points(points_cam: np.ndarray, K: np.ndarray, shape: tuple[int, int],
+                   min_z_m: float = MIN_Z_M) -> SparseDepth:
+    """Nearest planar depth per pixel of the points in the camera's optical frame.
+
+    Args:
+        points_cam: (N, 3) points in the optical frame (z forward), metres.
+        K: 3x3 intrinsics of the grid (skew honoured).
+        shape: (h, w) of the grid.
+        min_z_m: points with z at or below this are behind the camera and dropped.
+    """
+    pts = np.asarray(points_cam, dtype=np.float32)
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise ValueError(f'points must be (N, 3), got {pts.shape}')
+    K = np.asarray(K, dtype=np.float64)
+    if K.shape != (3, 3) or not (K[0, 0] > 0 and K[1, 1] > 0):
+        raise ValueError(f'K must be 3x3 with positive fx, fy; got {K.tolist()}')
+    h, w = int(shape[0]), int(shape[1])
+    z = pts[:, 2]
+    front = z > np.float32(min_z_m)            # NaN compares False: dropped with the rest
+    pts, z = pts[front], z[front]
+    inv_z = np.float32(1.0) / z
+    u = (np.float32(K[0, 0]) * pts[:, 0] + np.float32(K[0, 1]) * pts[:, 1]) * inv_z
+    u += np.float32(K[0, 2] + 0.5)
+    v = np.float32(K[1, 1]) * pts[:, 1] * inv_z
+    v += np.float32(K[1, 2] + 0.5)
+    inside = (u >= 0) & (u < w) & (v >= 0) & (v < h)   # floor(x + 0.5) = round, half up
+    ui = u[inside].astype(np.int64)
+    vi = v[inside].astype(np.int64)
+    flat = vi * w + ui
+    zbuf = np.full(h * w, np.inf, np.float32)
+    np.minimum.at(zbuf, flat, z[inside])
+    hit = np.flatnonzero(zbuf < np.inf)
+    return SparseDepth(hit, zbuf[hit], (h, w))
+
+
+def grid_points(depth: np.ndarray, K: np.ndarray, step: int = 1) -> np.ndarray:
+    """(N, 3) float32 optical-frame points of a planar depth map's finite positive pixels.
+
+    Every `step`-th row and column (the previous frame, moved by the temporal source).
+    """
+    depth = np.asarray(depth)
+    if depth.ndim != 2:
+        raise ValueError(f'depth must be (H, W), got {depth.shape}')
+    K = np.asarray(K, dtype=np.float64)
+    v, u = np.mgrid[0:depth.shape[0]:step, 0:depth.shape[1]:step]
+    z = depth[::step, ::step].astype(np.float32)
+    ok = (z > 0) & (z < np.inf)
+    z, u, v = z[ok], u[ok].astype(np.float32), v[ok].astype(np.float32)
+    y = (v - np.float32(K[1, 2])) / np.float32(K[1, 1]) * z
+    x = (u - np.float32(K[0, 2]) - np.float32(K[0, 1]) * y / z) / np.float32(K[0, 0]) * z
+    return np.stack([x, y, z], axis=1)
