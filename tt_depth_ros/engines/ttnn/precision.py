@@ -124,6 +124,15 @@ class Precision:
         dup = sorted({r.role for r in self.roles if sum(s.role == r.role for s in self.roles) > 1})
         if dup:
             raise ValueError(f'precision {self.name!r}: matmul roles set twice: {dup}')
+        size = {'float32': 4, 'bfloat16': 2}
+        for role in ('proj', 'fc2') if self.fused_residual else ():
+            w = self.weights_name('folded', role)
+            if size.get(w, 1) != size.get(self.residual, 1):
+                raise ValueError(
+                    f'precision {self.name!r}: fused_residual adds the {self.residual} residual '
+                    f'inside the {role} matmul, which ttnn allows only with weights of its tile '
+                    f'size ("ternary_a_tile_size == in1_tile_size"), not {w}: put \'folded\' in '
+                    'fp32_weights (or keep fused_residual off)')
 
     def role_setting(self, role: str | None) -> RoleSetting | None:
         """The RoleSetting of `role`, None when the preset has none (or role is None)."""
@@ -134,14 +143,18 @@ class Precision:
 
         A matmul role with its own weight dtype (RoleSetting.weights) takes that one.
         """
+        return getattr(ttnn, self.weights_name(group, role))
+
+    def weights_name(self, group: str | None = None, role: str | None = None) -> str:
+        """weights_dtype's answer as the dtype's name ('float32', 'bfloat16', ...)."""
         if 'all' in self.fp32_weights or (group is not None and group in self.fp32_weights):
-            return ttnn.float32
+            return _F32
         r = self.role_setting(role)
         if r is not None and r.weights is not None:
-            return getattr(ttnn, r.weights)
+            return r.weights
         if group is not None and group in self.bf16_weights:
-            return ttnn.bfloat16
-        return getattr(ttnn, self.weights)
+            return _BF16
+        return self.weights
 
     def bias_dtype(self, ttnn, group: str | None = None, role: str | None = None):
         """Biases are bf16 next to bf16/bfloat8_b weights, float32 next to float32 weights."""
