@@ -226,24 +226,38 @@ CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = D
 DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4')
 
 
+# The structural levers a preset name may switch on: 'fast-hifi4+mask_free_sdpa+fused_residual'
+LEVERS = ('fused_residual', 'block_sharded', 'mask_free_sdpa', 'rope_kernel')
+
+
 def parse_precision(dtype, family: str = 'da3') -> Precision:
     """Map the engine `dtype` argument to a Precision; ValueError for an unknown preset.
 
     Args:
         dtype: A PRESETS name, 'bf16' (= 'bfloat16'), None (the family's default) or a
-            Precision (a measured variant; its name keys the weight cache).
+            Precision (a measured variant; its name keys the weight cache). A name may add
+            LEVERS after '+' ('fast+mask_free_sdpa'): the preset with those switches on.
         family: 'da3' or 'dust3r' (DEFAULTS; the float32 presets are wired for DA3 only).
     """
     if isinstance(dtype, Precision):
         return dtype
     if dtype is None:
-        name = DEFAULTS[family]
+        name, levers = DEFAULTS[family], []
     else:
-        name = 'bfloat16' if dtype == 'bf16' else str(dtype)
+        name, *levers = str(dtype).split('+')
+        name = 'bfloat16' if name == 'bf16' else name
     if name not in PRESETS:
         raise ValueError(f'ttnn dtype={dtype!r}; allowed: {sorted(PRESETS)} (None = '
-                         f'{DEFAULTS[family]!r} for {family})')
+                         f'{DEFAULTS[family]!r} for {family}), each optionally followed by '
+                         f'+lever for levers of {LEVERS}')
     if family != 'da3' and name in DA3_ONLY:
         raise ValueError(f'ttnn dtype={name!r} is wired for DA3 only; {family} allows '
                          f'{sorted(set(PRESETS) - set(DA3_ONLY))}')
-    return FAMILY_PRESETS.get(family, {}).get(name, PRESETS[name])
+    bad = [lever for lever in levers if lever not in LEVERS]
+    if bad or len(set(levers)) != len(levers):
+        raise ValueError(f'ttnn dtype={dtype!r}: levers {levers} must be distinct, from '
+                         f'{LEVERS}')
+    preset = FAMILY_PRESETS.get(family, {}).get(name, PRESETS[name])
+    if not levers:
+        return preset
+    return replace(preset, name='+'.join([name, *levers]), **{lever: True for lever in levers})
