@@ -35,8 +35,3 @@ def da3_tiny_sd():
 
 def load_png(path: Path) -> np.ndarray:
     return np.array(Image.open(path).convert('RGB'))
-
-
-def pcc(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
-                             np.asarray(b, np.float64).ravel())[0, 1])

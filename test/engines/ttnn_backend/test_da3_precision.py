@@ -21,7 +21,14 @@ nearest instead of truncated, float32-residual-head reaches 0.99999.
 Cost (Large, linear + LayerNorm weights on device): bfloat16 631 MB, float32-residual-head 899 MB
 (x1.42; conv weights too are float32 in the head), 391 vs 390 ops per traced forward (the head's
 typecast goes). The Large rows are test_full_size_ttnn.py (slow).
+
+Every preset, once on the golden 280x504 image (module fixture): it runs what it declares (its
+fidelities, weight and activation dtypes, program configs, seen on the hot path:
+support.ttnn_presets), no two give the same depth but the two declared equal, and each stays
+within its ACCURACY bounds (PCC, median and p99 relative depth error, sky agreement).
 """
+from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +36,9 @@ import pytest
 from PIL import Image
 
 from support.da3_fixtures import tiny_state_dict, write_safetensors
+from support.ttnn_presets import assert_preset_active, hot_path, standin_as_ttnn
 from tt_depth_ros.engines.cancel import CancelToken
+from tt_depth_ros.engines.parity import compare_maps, mask_agreement
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.engines.ttnn.precision import CHOICES, PRESETS, parse_precision
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
@@ -39,11 +48,39 @@ DATA = Path(__file__).resolve().parents[2] / 'data'
 DEFAULT = 'fast-hifi4'
 F32RH = 'float32-residual-head'
 BYTES = {'FLOAT32': 4.0, 'BFLOAT16': 2.0, 'BFLOAT8_B': 1088 / 1024, 'UINT8': 1.0}
+SKY = 0.3      # sky where the relu sky score is >= 0.3 (upstream's threshold)
+# Every preset on the golden tiny 280x504 image against upstream's fp32 depth and sky: depth
+# PCC >=, median and p99 relative depth error <=, sky agreement >=. The PCC floors are the gates
+# (the default's 0.9999; the measured knobs' own); the magnitude bounds about 2.5x what each
+# preset gives (the float32-head presets carry a systematic ~1 % depth scale on these weights,
+# which PCC does not see: TF32 truncation ahead of the exp of the depth logit)
+ACCURACY = {
+    'bfloat16': (0.999, 0.025, 0.1, 0.999),
+    'bfloat16-hifi2': (0.999, 0.08, 0.25, 0.998),
+    'bfloat8_b': (0.99, 0.065, 0.25, 0.998),
+    'bfloat8_b-lofi': (0.95, 0.6, 1.5, 0.99),
+    'float32-residual': (0.9997, 0.015, 0.06, 0.999),
+    F32RH: (0.9999, 0.045, 0.1, 0.999),
+    'float32': (0.9999, 0.045, 0.1, 0.999),
+    'fast': (0.9998, 0.045, 0.1, 0.999),
+    DEFAULT: (0.9999, 0.045, 0.1, 0.999),
+}
+ROUNDOFF_REL = 1e-5
+"""Median relative error every preset must exceed against fp32 (fp32 reordering: ~1e-6)."""
 
 
-def pcc(a, b) -> float:
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
-                             np.asarray(b, np.float64).ravel())[0, 1])
+@pytest.fixture(scope='module')
+def every_preset(da3_tiny_sd):
+    """Every DA3 preset on the golden tiny 280x504 image: name -> (outputs, hot-path calls)."""
+    img = np.array(Image.open(DATA / 'da3' / 'tiny_280x504.png').convert('RGB'))
+    runs = {}
+    with standin_as_ttnn() as ttnn:
+        for name in PRESETS:
+            with hot_path(ttnn) as calls, build_ttnn_engine(
+                    'da3metric-tiny', state_dict=da3_tiny_sd, dtype=name) as eng:
+                assert eng.info.dtype == name
+                runs[name] = (eng.infer(img), Counter(calls))
+    return runs
 
 
 def resident_bytes(dev) -> dict:
@@ -84,7 +121,43 @@ def test_node_parameter_picks_the_ttnn_preset(ttnn, tmp_path):
                           CancelToken())
 
 
-@pytest.mark.parametrize('case', ['tiny_280x504', 'tiny_378x504', 'tiny_518x518'])
+@pytest.mark.parametrize('name', list(PRESETS))
+def test_every_preset_runs_what_it_declares(every_preset, name):
+    """Its fidelities, dtypes and program configs, seen on the hot path (support.ttnn_presets)."""
+    assert_preset_active('da3metric-tiny 280x504', parse_precision(name, 'da3'),
+                         every_preset[name][1])
+
+
+def test_every_preset_gives_its_own_numbers(every_preset):
+    """No two presets give the same depth but the two declared equal; none is fp32 round-off."""
+    g = np.load(DATA / 'da3' / 'tiny_280x504.npz')
+    for name, (out, _) in every_preset.items():
+        assert compare_maps(g['depth'][0], out['depth']).median_rel > ROUNDOFF_REL, name
+    for a, b in combinations(PRESETS, 2):
+        same = np.array_equal(every_preset[a][0]['depth'], every_preset[b][0]['depth'])
+        assert same is ({a, b} == {DEFAULT, F32RH}), (a, b)
+
+
+@pytest.mark.parametrize('name', list(PRESETS))
+def test_every_preset_accuracy_on_the_golden_image(every_preset, name):
+    """PCC, median / p99 relative depth error and sky agreement within ACCURACY."""
+    g = np.load(DATA / 'da3' / 'tiny_280x504.npz')
+    out = every_preset[name][0]
+    a = compare_maps(g['depth'][0], out['depth'])
+    sky = mask_agreement(g['sky'][0] >= SKY, out['sky'] >= SKY)
+    print(f'{name} tiny 280x504: depth {a}; sky agreement {sky:.4f}')
+    floor, median, p99, sky_min = ACCURACY[name]
+    assert a.pcc >= floor and a.finite_mismatch == 0, str(a)
+    assert a.median_rel <= median and a.p99_rel <= p99, str(a)
+    assert sky >= sky_min
+
+
+# the default at the other golden sizes (280x504: every_preset): median and p99 relative depth
+# error about 2.5x what it gives there
+DEFAULT_BOUNDS = {'tiny_378x504': (0.045, 0.1), 'tiny_518x518': (0.045, 0.1)}
+
+
+@pytest.mark.parametrize('case', ['tiny_378x504', 'tiny_518x518'])
 def test_default_meets_the_gate_at_every_golden_size(ttnn, da3_tiny_sd, case):
     """The default, and 'float32-residual-head' beside it: the same numbers on another layout."""
     g = np.load(DATA / 'da3' / f'{case}.npz')
@@ -94,13 +167,15 @@ def test_default_meets_the_gate_at_every_golden_size(ttnn, da3_tiny_sd, case):
         with build_ttnn_engine('da3metric-tiny', state_dict=da3_tiny_sd, dtype=name) as eng:
             out[eng.info.dtype] = eng.infer(img)
     ref = g['depth'][0]
+    median, p99 = DEFAULT_BOUNDS[case]
     for name, o in out.items():
-        p = pcc(o['depth'], ref)
-        rel = float(np.max(np.abs(o['depth'] - ref) / ref))
-        print(f'{name} {case}: depth PCC {p:.6f}, max rel {rel:.4f}')
-        assert p >= 0.9999
-        assert rel < 0.05
-        assert pcc(np.maximum(o['sky'], 0), g['sky'][0]) > 0.999
+        a = compare_maps(ref, o['depth'])
+        sky = mask_agreement(g['sky'][0] >= SKY, o['sky'] >= SKY)
+        print(f'{name} {case}: depth {a}; sky agreement {sky:.4f}')
+        assert a.pcc >= 0.9999
+        assert a.median_rel <= median and a.p99_rel <= p99, str(a)
+        assert float(np.max(np.abs(o['depth'] - ref) / ref)) < 0.05
+        assert sky >= 0.999
     # program configs, L1 residency and a bfloat4_b mask (0 stays 0; -9.4e8 underflows the
     # softmax as -1e9 does) change no value on the stand-in; on a device GELU fused into fc1's
     # packer may round differently from the separate op by a bf16 step

@@ -3,9 +3,10 @@
 Parity is against the golden fixtures, which our fp32 torch model matches to ~1e-5.
 
 Gate note: the issue asks depth PCC >= 0.9999. The DA3 default preset 'fast-hifi4'
-meets it (test_da3_precision.py, which has the table); the rows here run 'bfloat16' explicitly and
-keep its numbers reported: ~0.9996 with every device tensor in bf16, while the control — our torch
-model with the whole network in bf16 — reaches ~0.9998. They gate at 0.999.
+meets it (test_da3_precision.py, which has the table and gates every preset); the rows here run
+'bfloat16' explicitly and keep its numbers reported: ~0.9996 with every device tensor in bf16,
+while the control — our torch model with the whole network in bf16 — reaches ~0.9998. They gate
+at 0.999, with the depth error's magnitude and the sky mask beside it.
 """
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
+from tt_depth_ros.engines.parity import compare_maps, mask_agreement, pcc
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 
 DATA = Path(__file__).resolve().parents[2] / 'data'
@@ -22,10 +24,6 @@ DATA = Path(__file__).resolve().parents[2] / 'data'
 def load_png(path):
     return np.array(Image.open(path).convert('RGB'))
 
-
-def pcc(a, b) -> float:
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
-                             np.asarray(b, np.float64).ravel())[0, 1])
 
 SIZES = ['tiny_280x504', 'tiny_378x504', 'tiny_518x518']
 
@@ -42,12 +40,14 @@ def test_tiny_parity_every_golden_size(ttnn, da3_tiny_sd, case):
         eng.prepare(img.shape[:2])
         out = eng.infer(img)
     ref = g['depth'][0]
-    p = pcc(out['depth'], ref)
-    rel = float(np.max(np.abs(out['depth'] - ref) / np.abs(ref)))
-    sky = float(np.abs(out['sky'] - g['sky'][0]).max())
-    print(f'bfloat16 {case}: depth PCC {p:.6f}, max rel {rel:.4f}, sky max abs {sky:.4f}')
+    a = compare_maps(ref, out['depth'])
+    sky = mask_agreement(g['sky'][0] >= 0.3, out['sky'] >= 0.3)    # upstream's sky threshold
+    print(f'bfloat16 {case}: depth {a}; sky agreement {sky:.4f}')
     assert out['depth'].shape == ref.shape and out['depth'].dtype == np.float32
-    assert p >= 0.999
+    assert a.pcc >= 0.999
+    # magnitude: about 2.5x the median / p99 relative depth error bfloat16 gives here
+    assert a.median_rel <= 0.025 and a.p99_rel <= 0.1, str(a)
+    assert sky >= 0.999
     assert pcc(np.maximum(out['sky'], 0), g['sky'][0]) > 0.99
 
 
@@ -123,20 +123,6 @@ def test_engine_details_carry_the_registry_kind(ttnn, da3_tiny_sd):
         assert eng.info.details['kind'] == 'metric' and eng.info.details['is_metric'] is True
     with build_ttnn_engine('da3mono-large', state_dict=da3_tiny_sd, config=TINY) as eng:
         assert eng.info.details['kind'] == 'mono' and eng.info.details['is_metric'] is False
-
-
-@pytest.mark.parametrize('dtype,floor', [('bfloat16-hifi2', 0.999), ('bfloat8_b', 0.99),
-                                         ('bfloat8_b-lofi', 0.95)])
-def test_precision_knobs_measured(ttnn, da3_tiny_sd, dtype, floor):
-    g = np.load(DATA / 'da3' / 'tiny_280x504.npz')
-    img = load_png(DATA / 'da3' / 'tiny_280x504.png')
-    with _engine(da3_tiny_sd, dtype) as eng:
-        d = eng.infer(img)['depth']
-    ref = g['depth'][0]
-    p = pcc(d, ref)
-    print(f'precision {dtype}: depth PCC {p:.6f}, max rel '
-          f'{float(np.max(np.abs(d - ref) / ref)):.4f}')
-    assert p > floor
 
 
 def test_bad_inputs(ttnn, da3_tiny_sd):

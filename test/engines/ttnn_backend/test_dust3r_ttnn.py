@@ -1,9 +1,14 @@
 """DUSt3R ttnn engine through the CPU stand-in: raw head parity, pts3d/conf PCC, trace path.
 
 Raw head outputs are compared per channel with the golden fixtures (which our fp32 torch model
-matches to ~1e-5); pts3d/conf PCC are reported; the trace path runs several pairs.
+matches to ~1e-5); pts3d/conf PCC are reported; the trace path runs several pairs. Every
+non-default preset DUSt3R takes runs what it declares (support.ttnn_presets), gives its own
+numbers and stays within stated bounds of the fp32 pointmaps (the default 'fast':
+test_fast_precision.py).
 """
 import json
+from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -12,16 +17,14 @@ import torch
 from PIL import Image
 
 from devtools.rule_weights import rule_v1_state_dict
+from support.ttnn_presets import assert_preset_active, hot_path, standin_as_ttnn
+from tt_depth_ros.engines.parity import compare_maps, pcc
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
+from tt_depth_ros.engines.ttnn.precision import parse_precision
 
 DATA = Path(__file__).resolve().parents[2] / 'data' / 'dust3r'
 CASES = [('tiny_80x112.npz', '80x112'), ('tiny_384x512_grid4.npz', '384x512'),
          ('tiny_512x384_grid4.npz', '512x384')]
-
-
-def pcc(a, b) -> float:
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
-                             np.asarray(b, np.float64).ravel())[0, 1])
 
 
 @pytest.fixture(scope='module')
@@ -29,6 +32,55 @@ def tiny_sd():
     cfg = json.loads((DATA / 'tiny_config.json').read_text())
     sd = rule_v1_state_dict({k: tuple(s) for k, s in cfg['state_dict_keys']})
     return {k: torch.from_numpy(v) for k, v in sd.items()}
+
+
+# Non-default presets on the golden tiny 80x112 pair against upstream's fp32 pointmaps, worst of
+# the two views: pts3d PCC >=, median and p99 relative error per 3-D point <=. About 2x what
+# each gives: the random tiny network turns bf16 rounding into pointmaps 10-25 % smaller (a
+# per-pixel scale PCC does not see); at LoFi with bf16 accumulation they collapse towards 0
+# (relative error near 1), which the bound only keeps from growing further.
+PRESET_BOUNDS = {
+    'bfloat16': (0.997, 0.25, 0.5),
+    'bfloat16-hifi2': (0.993, 0.8, 1.0),
+    'bfloat8_b': (0.96, 0.4, 0.9),
+    'bfloat8_b-lofi': (0.9, 1.0, 1.1),
+}
+ROUNDOFF_REL = 1e-5
+# 'bfloat16' at 384x512 (the golden grid): median and p99 relative error per 3-D point <=, about
+# 2x what it gives
+GRID_BOUNDS = {'bfloat16': (0.25, 0.85)}
+
+
+@pytest.fixture(scope='module')
+def presets(tiny_sd):
+    """Each non-default preset on the golden 80x112 pair: name -> (outputs, hot-path calls)."""
+    runs = {}
+    with standin_as_ttnn() as ttnn:
+        for name in PRESET_BOUNDS:
+            with hot_path(ttnn) as calls, build_ttnn_engine('dust3r-tiny', state_dict=tiny_sd,
+                                                            dtype=name) as eng:
+                assert eng.info.dtype == name
+                runs[name] = (eng.infer(*views('80x112')), Counter(calls))
+    return runs
+
+
+@pytest.mark.parametrize('name', list(PRESET_BOUNDS))
+def test_non_default_preset_is_active_and_within_bounds(presets, name):
+    out, calls = presets[name]
+    assert_preset_active('dust3r-tiny 80x112', parse_precision(name, 'dust3r'), calls)
+    g = np.load(DATA / 'tiny_80x112.npz')
+    floor, median, p99 = PRESET_BOUNDS[name]
+    for v, key in ((1, 'pts3d'), (2, 'pts3d_in_other_view')):
+        a = compare_maps(g[key][0], out[f'pts3d_{v}'], vector_axis=-1)
+        print(f'{name} 80x112 view {v}: pts3d {a}')
+        assert a.finite_mismatch == 0 and a.pcc >= floor, str(a)
+        assert ROUNDOFF_REL < a.median_rel <= median and a.p99_rel <= p99, str(a)
+        assert np.all(out[f'conf_{v}'] >= 1.0)
+
+
+def test_non_default_presets_give_their_own_numbers(presets):
+    for a, b in combinations(presets, 2):
+        assert not np.array_equal(presets[a][0]['pts3d_2'], presets[b][0]['pts3d_2']), (a, b)
 
 
 def views(size):
@@ -60,6 +112,11 @@ def test_tiny_raw_parity_every_golden_size(ttnn, tiny_sd, fixture, size, dtype):
         print(f'{size} view {v}: raw PCC per channel {[round(p, 5) for p in per_ch]}, '
               f'pts3d PCC {p_pts:.5f}, conf PCC {p_conf:.5f}')
         assert min(per_ch) >= 0.995
+        if dtype is not None:    # a non-default preset: the pointmap's magnitude too
+            a = compare_maps(pts_ref, grid(g, out[f'pts3d_{v}']), vector_axis=-1)
+            print(f'{size} {dtype} view {v}: pts3d {a}')
+            assert a.median_rel <= GRID_BOUNDS[dtype][0] and a.p99_rel <= GRID_BOUNDS[dtype][1], \
+                str(a)
         assert out[f'pts3d_{v}'].shape == views(size)[0].shape
         assert np.all(out[f'conf_{v}'] >= 1.0)
 

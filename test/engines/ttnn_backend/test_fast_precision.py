@@ -17,16 +17,13 @@ import torch
 from PIL import Image
 
 from support import dust3r_data
+from support.ttnn_presets import assert_preset_active, hot_path
+from tt_depth_ros.engines.parity import compare_maps
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.engines.ttnn.config import linear_program_config
 from tt_depth_ros.engines.ttnn.precision import Precision, RoleSetting, parse_precision
 
 DATA = Path(__file__).resolve().parents[2] / 'data'
-
-
-def pcc(a, b) -> float:
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
-                             np.asarray(b, np.float64).ravel())[0, 1])
 
 
 def _matmul(ttnn, dev, a, b, fidelity, fp32_acc=True):
@@ -126,9 +123,10 @@ def test_da3_tiny_fast_forward_meets_the_gate(ttnn, da3_tiny_sd, monkeypatch):
     img = np.array(Image.open(DATA / 'da3' / 'tiny_280x504.png').convert('RGB'))
     with build_ttnn_engine('da3metric-tiny', state_dict=da3_tiny_sd, dtype='fast') as eng:
         out = eng.infer(img)
-    p = pcc(out['depth'], g['depth'][0])
-    print(f'fast DA3 tiny 280x504: depth PCC {p:.6f}')
-    assert p >= 0.9998
+    a = compare_maps(g['depth'][0], out['depth'])
+    print(f'fast DA3 tiny 280x504: depth {a}')
+    # magnitude: about 2.5x the median / p99 relative error it gives (test_da3_precision.ACCURACY)
+    assert a.pcc >= 0.9998 and a.median_rel <= 0.045 and a.p99_rel <= 0.1, str(a)
     vit = [(dt, kw) for dt, kw in calls if kw.get('program_config') is not None]
     assert len(vit) == 2 * 4 * 4     # qkv, proj, fc1, fc2 of 4 blocks; warm-up and capture
     fused = [(dt, kw) for dt, kw in vit if kw['program_config'].fused_activation is not None]
@@ -153,12 +151,17 @@ def test_dust3r_tiny_fast_forward_meets_the_gate(ttnn, monkeypatch):
         monkeypatch.setattr(ttnn, name, spy)
     sd = {k: torch.from_numpy(v) for k, v in dust3r_data.tiny_state_dict().items()}
     g = dust3r_data.fixture('tiny_80x112')
-    with build_ttnn_engine('dust3r-tiny', state_dict=sd, dtype='fast') as eng:
+    with hot_path(ttnn) as calls, build_ttnn_engine('dust3r-tiny', state_dict=sd,
+                                                    dtype='fast') as eng:
         assert eng.info.dtype == 'fast'
         out = eng.infer(*dust3r_data.pair_u8('80x112'))
-    ps = [pcc(out['pts3d_1'], g['pts3d'][0]), pcc(out['pts3d_2'], g['pts3d_in_other_view'][0])]
-    print(f'fast DUSt3R tiny 80x112: pts3d PCC {ps}')
-    assert min(ps) >= 0.995
+    assert_preset_active('dust3r-tiny 80x112', parse_precision('fast', 'dust3r'), calls)
+    for v, key in ((1, 'pts3d'), (2, 'pts3d_in_other_view')):
+        a = compare_maps(g[key][0], out[f'pts3d_{v}'], vector_axis=-1)
+        print(f'fast DUSt3R tiny 80x112 view {v}: pts3d {a}')
+        # per 3-D point: the random tiny network shrinks the pointmaps by 10-25 % in bf16 (PCC
+        # does not see it); the bounds are about 2x what the default gives
+        assert a.pcc >= 0.995 and a.median_rel <= 0.5 and a.p99_rel <= 0.75, str(a)
     # per view and call (warm-up, capture): the patch embedding at the preset's HiFi4, the
     # output's two 3x3 at HiFi2, the neck's 3 level resizes, 4 layer_rn and 7 RCUs x 2 at HiFi3
     fid = ttnn.MathFidelity
