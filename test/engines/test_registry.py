@@ -17,7 +17,7 @@ from tt_depth_ros.models.kind import ModelKind
 def test_every_model_has_a_config_of_its_kind():
     for m in R.MODELS.values():
         assert m.family in R.FAMILIES and isinstance(m.kind, ModelKind), m.name
-        assert m.views == (R.ANY_VIEWS if m.multi_view else 2 if m.family == 'dust3r' else 1)
+        assert m.views == (R.ANY_VIEWS if m.kind.multi_view else 2 if m.family == 'dust3r' else 1)
         if m.family == 'dust3r':
             assert m.name in DUST3R_CONFIGS and m.kind == 'pointmap'
         elif m.kind == 'nested':
@@ -41,12 +41,18 @@ def test_test_configurations_and_licences():
         R.model('da3-giant')
 
 
+TORCH_FREE_DATA = ('tt_depth_ros.models.kind', 'tt_depth_ros.models.da3',
+                   'tt_depth_ros.models.da3.config', 'tt_depth_ros.engines.torch.presets')
+"""Modules of models/ and engines/torch that hold data only (no torch, no network code)."""
+
+
 def test_registry_imports_no_torch_and_no_model_code():
-    code = ('import sys, tt_depth_ros.engines.registry, tt_depth_ros.engines.licence, '
+    code = (f'TORCH_FREE_DATA = {TORCH_FREE_DATA!r}; '
+            'import sys, tt_depth_ros.engines.registry, tt_depth_ros.engines.licence, '
             'tt_depth_ros.ros.pair.params; '
             "print(sorted(m for m in sys.modules if m == 'torch' or (m.startswith("
             "('tt_depth_ros.models.', 'tt_depth_ros.engines.torch.')) and m not in "
-            "('tt_depth_ros.models.kind', 'tt_depth_ros.engines.torch.presets'))))")
+            "TORCH_FREE_DATA)))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == '[]'

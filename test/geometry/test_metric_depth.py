@@ -12,6 +12,7 @@ from tt_depth_ros.geometry.depth.metric_depth import (
     resize_depth,
     sky_mask,
 )
+from tt_depth_ros.models.da3.config import SKY_THRESHOLD
 
 
 @pytest.mark.parametrize('fx,fy,scale', [(300.0, 300.0, 1.0), (393.75, 393.75, 1.3125),
@@ -39,17 +40,17 @@ def test_default_intrinsics_are_canonical():
 def test_sky_modes_and_threshold():
     depth = np.array([[1.0, 2.0, 3.0]], np.float32)
     sky = np.array([[0.0, 0.3, 0.29999]], np.float32)   # 0.3 is sky (upstream: non-sky < 0.3)
-    np.testing.assert_array_equal(sky_mask(sky), [[False, True, False]])
-    np.testing.assert_array_equal(apply_sky(depth, sky), [[1.0, np.inf, 3.0]])
-    out = apply_sky(depth, sky, mode='nan')
+    np.testing.assert_array_equal(sky_mask(sky, SKY_THRESHOLD), [[False, True, False]])
+    np.testing.assert_array_equal(apply_sky(depth, sky, SKY_THRESHOLD), [[1.0, np.inf, 3.0]])
+    out = apply_sky(depth, sky, SKY_THRESHOLD, mode='nan')
     assert np.isnan(out[0, 1]) and out[0, 0] == 1.0
-    np.testing.assert_array_equal(apply_sky(depth, sky, mode='keep'), depth)
+    np.testing.assert_array_equal(apply_sky(depth, sky, SKY_THRESHOLD, mode='keep'), depth)
     np.testing.assert_array_equal(apply_sky(depth, sky, threshold=0.5), depth)
     assert depth[0, 1] == 2.0                             # input untouched
     with pytest.raises(ValueError, match='sky mode'):
-        apply_sky(depth, sky, mode='fill')
+        apply_sky(depth, sky, SKY_THRESHOLD, mode='fill')
     with pytest.raises(ValueError, match='differs'):
-        apply_sky(depth, sky[:, :2])
+        apply_sky(depth, sky[:, :2], SKY_THRESHOLD)
 
 
 def test_clip_max_depth():

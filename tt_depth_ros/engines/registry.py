@@ -94,16 +94,6 @@ class ModelSpec:
         return self.weights.size if self.weights is not None else None
 
     @property
-    def is_metric(self) -> bool:
-        """Whether the depth output is in metres."""
-        return self.kind.is_metric
-
-    @property
-    def multi_view(self) -> bool:
-        """Any-view or NESTED: one forward over any number of views, camera estimates."""
-        return self.kind.multi_view
-
-    @property
     def test_only(self) -> bool:
         """A test configuration without published weights."""
         return self.weights is None
@@ -115,7 +105,7 @@ class ModelSpec:
 
     def details(self) -> dict:
         """What every engine of this model reports in `EngineInfo.details`."""
-        return {'kind': self.kind.value, 'is_metric': self.is_metric}
+        return {'kind': self.kind.value, 'is_metric': self.kind.is_metric}
 
 
 _PINNED = ('revision, SHA-256 and size of model.safetensors as recorded by independent public '

@@ -52,6 +52,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
     scale_intrinsics,
 )
 from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap, resize_map
+from tt_depth_ros.models.da3.config import SKY_THRESHOLD
 from tt_depth_ros.models.kind import DEPTH_KINDS, ModelKind
 from tt_depth_ros.pipelines.engine_owner import EngineOwner
 from tt_depth_ros.pipelines.io import (
@@ -126,7 +127,7 @@ class FrameOptions:
     process_res: int = 504
     fixed_size: Optional[tuple[int, int]] = None
     sky_mode: str = 'inf'
-    sky_threshold: float = md.SKY_THRESHOLD
+    sky_threshold: float = SKY_THRESHOLD
     max_depth_m: Optional[float] = None
     output: str = 'camera'
     nested_focal_rescale: bool = False
@@ -207,6 +208,16 @@ class StartedFrame:
     timings: dict
 
 
+class FrameRequest(NamedTuple):
+    """One camera image for `DA3FramePath.start_batch`: `start`'s arguments."""
+
+    rgb: np.ndarray
+    intrinsics: FrameIntrinsics
+    options: FrameOptions
+    border: Optional[Rectifier]
+    plan: 'FramePlan'
+
+
 class FramePlan(NamedTuple):
     """How a camera size goes through the network: its grid and the engine's device resize."""
 
@@ -235,21 +246,11 @@ class DA3FramePath:
         self.engine, self.kind = engine, kind
         self._plans: dict[tuple, FramePlan] = {}   # (h, w, options) -> plan; a camera has one
 
-    @property
-    def estimates_intrinsics(self) -> bool:
-        """Whether the model predicts its camera (any-view, NESTED)."""
-        return self.kind.estimates_intrinsics
-
-    @property
-    def is_metric(self) -> bool:
-        """Whether the depth comes out in metres (DA3METRIC, NESTED)."""
-        return self.kind.is_metric
-
     def intrinsics(self, K: Optional[np.ndarray], tx: float = 0.0) -> FrameIntrinsics:
         """The caller's K when it has one, else the model's estimate, else the default focal."""
         if K is not None:
             return FrameIntrinsics('camera_info', K, tx)
-        return FrameIntrinsics('estimated' if self.estimates_intrinsics else 'default')
+        return FrameIntrinsics('estimated' if self.kind.estimates_intrinsics else 'default')
 
     def plan(self, camera_hw: tuple[int, int], options: FrameOptions) -> FramePlan:
         """The network grid and the device resize of a camera size (ValueError: extreme aspect).
@@ -312,6 +313,40 @@ class DA3FramePath:
             ticket = self.engine.submit(img_net)
         return StartedFrame(rgb, intrinsics, options, border, (net_h, net_w), img_net, ticket,
                             {'resize': t1 - t0, 'infer': time.perf_counter() - t1})
+
+    def start_batch(self, requests: list[FrameRequest]) -> list[StartedFrame]:
+        """`start` for the frames of several cameras at once, in their order.
+
+        When the engine `batches`, frames with the same plan (network grid, device resize) and
+        options go through one forward (Engine.submit_batch); otherwise each is started in
+        turn. Each is `finish`ed like a `start`ed frame; a batch's resize and submit times are
+        shared out equally.
+        """
+        if not self.engine.batches or len(requests) < 2:
+            return [self.start(*r) for r in requests]
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.plan, r.options), []).append(i)
+        out: list = [None] * len(requests)
+        for (plan, options), index in groups.items():
+            if len(index) == 1:
+                out[index[0]] = self.start(*requests[index[0]])
+                continue
+            t0 = time.perf_counter()
+            net_hw, resize = plan
+            rgbs = [requests[i].rgb for i in index]
+            nets = [None] * len(index) if resize is not None else \
+                [resize_to_network(rgb, net_hw, options.process_res) for rgb in rgbs]
+            t1 = time.perf_counter()
+            tickets = self.engine.submit_batch(rgbs if resize is not None else nets,
+                                               resize=resize)
+            n = len(index)
+            timings = {'resize': (t1 - t0) / n, 'infer': (time.perf_counter() - t1) / n}
+            for i, img_net, ticket in zip(index, nets, tickets):
+                r = requests[i]
+                out[i] = StartedFrame(r.rgb, r.intrinsics, options, r.border, tuple(net_hw),
+                                      img_net, ticket, dict(timings))
+        return out
 
     def finish(self, started: StartedFrame) -> DepthFrame:
         """Collect a started frame's outputs and turn them into the DepthFrame."""
@@ -481,13 +516,13 @@ class DepthPredictor(EngineOwner):
                  kind: Optional[ModelKind | str] = None,
                  process_res: int = 504,
                  fixed_size: Optional[tuple[int, int]] = None, sky_mode: str = 'inf',
-                 sky_threshold: float = md.SKY_THRESHOLD, max_depth_m: Optional[float] = None,
+                 sky_threshold: float = SKY_THRESHOLD, max_depth_m: Optional[float] = None,
                  output: str = 'camera', logger: Optional[Any] = None) -> None:
         self.engine = engine
         self._path = DA3FramePath(engine, kind if kind is not None else
                                   ModelKind.METRIC if is_metric else ModelKind.MONO)
         self.kind = self._path.kind
-        self.is_metric = self._path.is_metric
+        self.is_metric = self._path.kind.is_metric
         self.process_res = int(process_res)
         self.fixed_size = tuple(fixed_size) if fixed_size is not None else None
         self.sky_mode = sky_mode

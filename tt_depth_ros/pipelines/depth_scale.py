@@ -189,7 +189,8 @@ def scale_depth_frame(kind: ModelKind, frame: DepthFrame, settings: RelativeScal
     if kind is ModelKind.METRIC and source == 'none':
         return ScaledDepth(kind, frame, None, frame.depth, None, None, None)
     depth = frame.depth
-    mask = confident(depth, frame.conf, min_confidence)
+    # DA3METRIC keeps every pixel (no confidence; the fits skip invalid depth themselves)
+    mask = None if kind is ModelKind.METRIC else confident(depth, frame.conf, min_confidence)
     figures = dict(focal_figures(frame), depth_kind='metric' if kind.is_metric else 'relative')
     if kind.is_metric and source == 'none':
         figures.update(scale_source=NESTED_SCALE_SOURCE, scale=1.0, units='metres')

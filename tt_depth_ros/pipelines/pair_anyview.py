@@ -44,7 +44,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import (
 from tt_depth_ros.geometry.preprocess.dust3r_preprocess import Dust3rPlan
 from tt_depth_ros.models.kind import MULTI_VIEW_KINDS, ModelKind
 from tt_depth_ros.pipelines.depth import mean_focal
-from tt_depth_ros.pipelines.pair_dust3r import PairOutputs, PairPipeline, PairSettings
+from tt_depth_ros.pipelines.pair_dust3r import PairGeometry, PairPipeline, PairSettings
 
 ANYVIEW_PAIR_MODELS = registry.names(kinds=MULTI_VIEW_KINDS)
 """Models the pair node runs through this pipeline (any-view and NESTED)."""
@@ -71,8 +71,8 @@ def decoder_pose(extrinsics, focal_source: str) -> PoseResult:
                       focal_source=focal_source)
 
 
-class AnyviewPairResult(PairOutputs):
-    """One pair on the DA3 network grid, with the attributes the pair node reads (PairResult's)."""
+class AnyviewPair(PairGeometry):
+    """One pair on the DA3 network grid, with the attributes the pair node reads (Dust3rPair's)."""
 
     def __init__(self, plans, images, K_net, depth, conf, pose: PoseResult, conf_threshold,
                  focal_source, timings):
@@ -136,7 +136,7 @@ class AnyviewPairPipeline(PairPipeline):
             self._plans[key] = Dust3rPlan(key, (w, h), (0, 0, w, h), 'crop', 'DA3')
         return self._plans[key]
 
-    def run(self, rgb1, rgb2, K1, K2, context=(), same_camera: bool = True) -> AnyviewPairResult:
+    def run(self, rgb1, rgb2, K1, K2, context=(), same_camera: bool = True) -> AnyviewPair:
         """One pair; ValueError when the views do not map to one network grid.
 
         Args:
@@ -204,7 +204,7 @@ class AnyviewPairPipeline(PairPipeline):
         timings.update({f'engine_{k}': v for k, v in self.engine.last_timings.items()})
         if self.pose_source == 'pnp':
             timings['pnp'] = t3 - t2
-        result = AnyviewPairResult(plans, nets, Ks, depth, conf, pose, self.s.conf_threshold,
+        result = AnyviewPair(plans, nets, Ks, depth, conf, pose, self.s.conf_threshold,
                                    source, timings)
         result.timings['postprocess'] = time.perf_counter() - t2
         return result

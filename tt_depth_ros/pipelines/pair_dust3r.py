@@ -50,7 +50,7 @@ class PairSettings:
     pose_source: str = 'auto'
 
 
-class PairOutputs:
+class PairGeometry:
     """What every pair result shares: the pose in model units and the fused cloud of both views.
 
     Subclasses set pose, pts1/pts2 (view points in camera 1), mask1/mask2 and net1/net2 (the
@@ -77,7 +77,7 @@ class PairOutputs:
         return xyz.astype(np.float32), rgb
 
 
-class PairResult(PairOutputs):
+class Dust3rPair(PairGeometry):
     """One pair in DUSt3R units (the API result) plus the node's masks and scaled views of it."""
 
     def __init__(self, api: ApiPairResult, conf_threshold: float):
@@ -144,7 +144,7 @@ class PairPipeline:
         return self._plans[key]
 
     def run(self, rgb1: np.ndarray, rgb2: np.ndarray, K1: np.ndarray | None,
-            K2: np.ndarray | None, context=(), same_camera: bool = True) -> PairResult:
+            K2: np.ndarray | None, context=(), same_camera: bool = True) -> Dust3rPair:
         """One pair in DUSt3R units with camera 2's PnP pose. ValueError for unusable inputs.
 
         Args:
@@ -163,7 +163,7 @@ class PairPipeline:
         if own_focal:   # a stereo partner has its own lens: never borrow camera 1's focal
             K2 = self.estimated_K(rgb2, rgb1)
         reverse_s = time.perf_counter() - t0
-        result = PairResult(self.predictor(rgb1, rgb2, K1, K2, pose=True),
+        result = Dust3rPair(self.predictor(rgb1, rgb2, K1, K2, pose=True),
                             self.s.conf_threshold)
         if own_focal:
             result.focal_source = 'estimated per camera'
@@ -191,7 +191,7 @@ class PairPipeline:
             raise ValueError('no focal length can be estimated from this pointmap')
         return np.array([[f, 0.0, cx], [0.0, f, cy], [0.0, 0.0, 1.0]])
 
-    def stereo_scale(self, result: PairResult, metric_depth1: np.ndarray | None = None
+    def stereo_scale(self, result: Dust3rPair, metric_depth1: np.ndarray | None = None
                      ) -> ScaleResult:
         """Scale of one stereo pair from the configured source (value None = not available).
 

@@ -13,7 +13,7 @@ relative model, a correction near 1 for a metric one), P its variance. Per frame
   predicted scale for up to `hold_s` seconds after the last one, then none (unscaled).
 - 'temporal' (a metric model without a sensor): the prediction follows the camera - the ratio
   that makes this frame agree with the previous published frame moved into it
-  (pipelines/temporal_scale.py) is the predicted scale, its residual added to P - and the
+  (pipelines/sensor_scale.py) is the predicted scale, its residual added to P - and the
   network's own metres are the measurement: z = 0 with the network's scale error `model_sigma`
   as its sigma. The published scale then holds still through the network's jitter and is
   pulled back to the network's average, so it does not drift.
@@ -178,7 +178,7 @@ class ScaleFilter:
             s: The filter's options.
             stamp_ns: The frame's stamp.
             chain: The scale that makes this frame agree with the previous published frame
-                (pipelines/temporal_scale.py); None or value None when it could not be measured
+                (pipelines/sensor_scale.py); None or value None when it could not be measured
                 (first frame, no overlap, no TF): the frame's scale is then unknown relative to
                 the last one, so the prediction keeps x and P grows by the network's variance.
         """

@@ -40,22 +40,26 @@ class PreviousFrame(NamedTuple):
     stamp_ns: int
 
 
-def fit_sparse(reference: SparseDepth, depth: np.ndarray, mask: np.ndarray, fit: str,
+def fit_sparse(reference: SparseDepth, depth: np.ndarray, mask: Optional[np.ndarray], fit: str,
                min_support: int, source: str) -> ScaleResult:
-    """The `fit` of the network depth to `reference` over its pixels that `mask` allows."""
+    """The `fit` of the network depth to `reference` over its pixels that `mask` allows.
+
+    `mask` None: every pixel with a valid depth (the fits drop the others themselves).
+    """
     net = depth.reshape(-1)[reference.index]
-    allowed = mask.reshape(-1)[reference.index]
+    ref = reference.depth
+    if mask is not None:
+        allowed = mask.reshape(-1)[reference.index]
+        ref, net = ref[allowed], net[allowed]
     if fit == 'affine_inverse':
-        return affine_inverse_fit(reference.depth[allowed], net[allowed],
-                                  min_support=min_support, source=source)
+        return affine_inverse_fit(ref, net, min_support=min_support, source=source)
     if fit == 'scale':
-        return gated_ratio_scale(reference.depth[allowed], net[allowed],
-                                 min_support=min_support, source=source)
+        return gated_ratio_scale(ref, net, min_support=min_support, source=source)
     raise ValueError(f'scale_fit={fit!r}; allowed: {FITS}')
 
 
 def cloud_scale(points: np.ndarray, T_optical_cloud: np.ndarray, depth: np.ndarray,
-                mask: np.ndarray, K: np.ndarray, fit: str = 'scale',
+                mask: Optional[np.ndarray], K: np.ndarray, fit: str = 'scale',
                 min_support: int = 20) -> tuple[ScaleResult, SparseDepth]:
     """The fit of `depth` to a LiDAR scan, and the scan on the grid.
 
@@ -63,7 +67,7 @@ def cloud_scale(points: np.ndarray, T_optical_cloud: np.ndarray, depth: np.ndarr
         points: (N, 3) the scan in its own frame, metres.
         T_optical_cloud: 4x4 from the scan's frame to the frame's optical frame.
         depth: (H, W) the network's depth on the published grid.
-        mask: (H, W) pixels allowed to vote (confident, valid).
+        mask: (H, W) pixels allowed to vote (confident, valid); None = every valid one.
         K: 3x3 intrinsics of that grid.
         fit: 'scale' or 'affine_inverse'.
         min_support: fewest pixels for a fit.
@@ -72,15 +76,16 @@ def cloud_scale(points: np.ndarray, T_optical_cloud: np.ndarray, depth: np.ndarr
     return fit_sparse(sparse, depth, mask, fit, min_support, 'cloud'), sparse
 
 
-def previous_frame(depth: np.ndarray, mask: np.ndarray, K: np.ndarray, pose: np.ndarray,
-                   stamp_ns: int) -> PreviousFrame:
+def previous_frame(depth: np.ndarray, mask: Optional[np.ndarray], K: np.ndarray,
+                   pose: np.ndarray, stamp_ns: int) -> PreviousFrame:
     """Keep a published metric frame for the next frame's temporal ratio (NaN off `mask`)."""
-    kept = np.where(mask, depth, np.float32(np.nan))
+    kept = depth if mask is None else np.where(mask, depth, np.float32(np.nan))
     return PreviousFrame(grid_points(kept, K, TEMPORAL_STEP), np.asarray(pose, np.float64),
                          int(stamp_ns))
 
 
-def temporal_scale(previous: Optional[PreviousFrame], depth: np.ndarray, mask: np.ndarray,
+def temporal_scale(previous: Optional[PreviousFrame], depth: np.ndarray,
+                   mask: Optional[np.ndarray],
                    K: np.ndarray, pose: Optional[np.ndarray],
                    min_support: int = 20) -> ScaleResult:
     """The scale that makes `depth` agree with the previous frame moved into this one.
@@ -88,7 +93,7 @@ def temporal_scale(previous: Optional[PreviousFrame], depth: np.ndarray, mask: n
     Args:
         previous: the camera's last published frame (None: this is its first).
         depth: (H, W) this frame's network depth, metres.
-        mask: (H, W) pixels allowed to vote.
+        mask: (H, W) pixels allowed to vote; None = every valid one.
         K: 3x3 intrinsics of the grid.
         pose: 4x4 T_fixed_optical at this frame's stamp (identity: a static camera); None
             when TF had none (the reason is the caller's).

@@ -201,7 +201,7 @@ class SceneDust3rEngine(Engine):
     @property
     def info(self):
         return EngineInfo(backend='test-double', device='cpu', dtype='float32',
-                          model='scene-dust3r')
+                          model='scene-dust3r', details={'kind': 'pointmap'})
 
 
 def tiny_dust3r_engine(backend: str = 'torch-cpu'):

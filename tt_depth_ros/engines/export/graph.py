@@ -22,7 +22,7 @@ from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGE
 from tt_depth_ros.models.da3.nested import NestedDA3
 from tt_depth_ros.models.kind import ModelKind
 
-DTYPES = ('fp32', 'fp16')
+EXPORT_DTYPES = ('fp32', 'fp16')
 EXPORT_KINDS = (ModelKind.METRIC, ModelKind.MONO, ModelKind.ANYVIEW)
 """DA3 kinds every export takes."""
 ONNX_KINDS = EXPORT_KINDS + (ModelKind.NESTED,)
@@ -238,7 +238,7 @@ def sidecar_common(fmt: str, spec: registry.ModelSpec, dtype: str, h: int, w: in
     """The sidecar keys every format writes (engines/export/sidecar.py lists them)."""
     return {
         'format': fmt, 'model': spec.name, 'family': spec.family, 'kind': spec.kind,
-        'is_metric': spec.is_metric, 'dtype': dtype, 'size_hw': [h, w], 'input': input_info,
+        'is_metric': spec.kind.is_metric, 'dtype': dtype, 'size_hw': [h, w], 'input': input_info,
         'preprocessing': {
             'resize': 'the DA3 frame path resize to exactly H x W '
                       '(geometry/preprocess/da3_preprocess.py: upstream upper-bound resize for the '

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from tt_depth_ros.engines.export.graph import (
-    DTYPES,
+    EXPORT_DTYPES,
     EXPORT_SEED,
     ExportGraph,
     check_model,
@@ -181,8 +181,8 @@ def export_da3_litert(model: str, size: tuple[int, int], out: str | Path, *,
     """
     spec = check_model(model, 'LiteRT')
     check_flatbuffer_fits(model)
-    if dtype not in DTYPES:
-        raise ValueError(f'dtype={dtype!r}; allowed: {DTYPES}')
+    if dtype not in EXPORT_DTYPES:
+        raise ValueError(f'dtype={dtype!r}; allowed: {EXPORT_DTYPES}')
     out = Path(out)
     if out.suffix != '.tflite':
         raise ValueError(f'--out {out}: the LiteRT file name must end in .tflite')

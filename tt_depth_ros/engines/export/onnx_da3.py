@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional
 import torch
 
 from tt_depth_ros.engines.export.graph import (
-    DTYPES,
+    EXPORT_DTYPES,
     EXPORT_KINDS,
     EXPORT_SEED,
     ONNX_KINDS,
@@ -50,7 +50,8 @@ from tt_depth_ros.engines.weights import sha256_file
 from tt_depth_ros.geometry.preprocess.da3_preprocess import normalize
 from tt_depth_ros.models.kind import ModelKind
 
-__all__ = ['DTYPES', 'EXPORT_KINDS', 'PCC_GATE', 'export_da3_onnx', 'export_input', 'parity']
+__all__ = ['EXPORT_DTYPES', 'EXPORT_KINDS', 'PCC_GATE', 'export_da3_onnx', 'export_input',
+           'parity']
 MIN_OPSET = 17
 DEFAULT_OPSET = 18
 EXPORTERS = ('torchscript', 'dynamo')
@@ -138,8 +139,8 @@ def export_da3_onnx(model: str, size: tuple[int, int], out: str | Path, *, dtype
         ValueError: A bad argument or a model this export cannot take, with what to do.
     """
     spec = check_model(model, 'ONNX', ONNX_KINDS)
-    if dtype not in DTYPES:
-        raise ValueError(f'dtype={dtype!r}; allowed: {DTYPES}')
+    if dtype not in EXPORT_DTYPES:
+        raise ValueError(f'dtype={dtype!r}; allowed: {EXPORT_DTYPES}')
     if exporter not in EXPORTERS:
         raise ValueError(f'exporter={exporter!r}; allowed: {EXPORTERS}')
     if int(opset) < MIN_OPSET:

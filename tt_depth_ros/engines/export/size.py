@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import re
 
-from tt_depth_ros.geometry.preprocess.da3_preprocess import network_size
-
-PATCH = 14
+from tt_depth_ros.geometry.preprocess.da3_preprocess import PATCH, network_size
 
 
 def parse_size(text: str) -> tuple[int, int]:

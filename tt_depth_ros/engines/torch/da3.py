@@ -46,6 +46,11 @@ def _run_single(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch.
     return {'depth': out['depth'][0], 'sky': out['sky'][0]}
 
 
+def _run_single_batch(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    out = model(views[0])                # (B, 3, H, W): one frame per camera
+    return {'depth': out['depth'], 'sky': out['sky']}
+
+
 def _run_anyview(model: nn.Module, views: list[torch.Tensor]) -> dict[str, torch.Tensor]:
     out = model(torch.cat(views))
     res = {'depth': out['depth'][0], 'conf': out['depth_conf'][0],
@@ -98,7 +103,7 @@ def build_model(model: str, *, weights: Optional[str] = None, revision: Optional
     require_license(model, accept_license)
     if state_dict is None:
         path = resolve_weights(model, weights, revision)
-        if spec.multi_view and path.suffix != '.safetensors':
+        if spec.kind.multi_view and path.suffix != '.safetensors':
             raise ValueError(f'{model}: weights {path} are not a .safetensors file; the any-view '
                              'and NESTED checkpoints are read from safetensors only (never '
                              'pickles)')
@@ -135,7 +140,7 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     view the network chose. `resize_on_device`: TorchEngine's (None: on CUDA, one view).
     """
     spec = _da3_spec(model)
-    if num_views != 1 and not spec.multi_view:
+    if num_views != 1 and not spec.kind.multi_view:
         raise ValueError(f'{model!r} is a single-view model; num_views={num_views} needs an '
                          'any-view or NESTED model')
     preset = resolve_preset(dtype, device)
@@ -150,10 +155,11 @@ def build_torch_engine(model: str, *, device: str = 'cpu', dtype: Any = None,
     net.cast_backbone(getattr(torch, preset.backbone_dtype))   # heads stay fp32 (as upstream)
     (logger or _log).info(f'{model}: {describe(preset, dtype, device)}')
     name = net.cfg.name if isinstance(net, DA3Model) else model
-    run = (_run_single if not spec.multi_view else _run_anyview if num_views == 1 else
+    run = (_run_single if not spec.kind.multi_view else _run_anyview if num_views == 1 else
            _run_scene if num_views == registry.ANY_VIEWS else _run_views)
     return TorchEngine(net, run, model_name=name, num_views=int(num_views), device=device,
                        dtype=preset.name, patch_size=14,
                        cuda_graphs=cuda_graphs, logger=logger,
                        details={**spec.details(), 'fast': fast},
-                       resize_on_device=resize_on_device)
+                       resize_on_device=resize_on_device,
+                       run_batch=None if spec.kind.multi_view else _run_single_batch)

@@ -29,12 +29,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from tt_depth_ros.engines.base import ANY_VIEWS, Engine, EngineInfo, check_views
+from tt_depth_ros.engines.base import ANY_VIEWS, Engine, EngineInfo, Ticket, check_views
 from tt_depth_ros.geometry.preprocess.da3_preprocess import IMAGENET_MEAN, IMAGENET_STD
 from tt_depth_ros.geometry.preprocess.resize_map import ResizeMap
 
 RunFn = Callable[[nn.Module, list[torch.Tensor]], dict[str, torch.Tensor]]
-DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
+TORCH_DTYPE_BY_NAME = {'float32': torch.float32, 'bfloat16': torch.bfloat16,
+                       'float16': torch.float16}
 
 _log = logging.getLogger(__name__)
 _MALLOC_TUNED: Optional[bool] = None
@@ -78,12 +79,12 @@ def parse_dtype(dtype: Any, device: str) -> torch.dtype:
         name = str(dtype).replace('torch.', '')
     else:
         name = str(dtype)
-    if name not in DTYPES:
-        raise ValueError(f'dtype={dtype!r}; allowed: {tuple(DTYPES)}')
+    if name not in TORCH_DTYPE_BY_NAME:
+        raise ValueError(f'dtype={dtype!r}; allowed: {tuple(TORCH_DTYPE_BY_NAME)}')
     if name == 'float16' and not device.startswith('cuda'):
         raise ValueError("dtype='float16' is for torch-cuda only; use 'float32' or 'bfloat16' "
                          'on CPU')
-    return DTYPES[name]
+    return TORCH_DTYPE_BY_NAME[name]
 
 
 def _host_tensor(image: np.ndarray) -> torch.Tensor:
@@ -116,6 +117,9 @@ class TorchEngine(Engine):
             as matmuls on the device (`resizes_on_device`). None: on CUDA for a one-view engine;
             off on CPU, where OpenCV's banded host resize is several times cheaper than dense
             matmuls on the same cores (True there is for tests).
+        run_batch: `run` for a batch of one-view frames: (B, 3, H, W) in, tensors WITH the
+            batch dimension out; given, the engine `batches` (`submit_batch`, eager: a CUDA
+            graph fixes the batch size).
     """
 
     def __init__(self, model: nn.Module, run: RunFn, *, model_name: str, num_views: int = 1,
@@ -123,7 +127,8 @@ class TorchEngine(Engine):
                  cuda_graphs: Optional[bool] = None, logger: Optional[Any] = None,
                  details: Optional[dict] = None, mean: Sequence[float] = IMAGENET_MEAN,
                  std: Sequence[float] = IMAGENET_STD, tune_malloc: bool = True,
-                 resize_on_device: Optional[bool] = None) -> None:
+                 resize_on_device: Optional[bool] = None,
+                 run_batch: Optional[RunFn] = None) -> None:
         self._device = torch.device(device)
         self._cuda = self._device.type == 'cuda'
         if cuda_graphs and not self._cuda:
@@ -135,6 +140,8 @@ class TorchEngine(Engine):
                            else bool(cuda_graphs))
         self._model = model.to(self._device).eval()
         self._run = run
+        self._run_batch = run_batch
+        self.batches = run_batch is not None and num_views == 1
         self._log = logger if logger is not None else _log
         self.num_views = num_views
         self._patch = patch_size
@@ -255,6 +262,43 @@ class TorchEngine(Engine):
             if shape in self._graphs:
                 return self._replay(shape, [net], t0, stages)
             return self._eager([net], t0, stages)
+
+    def submit_batch(self, images: list[np.ndarray],
+                     resize: Optional[ResizeMap] = None) -> list[Ticket]:
+        """Several one-view frames of one shape in one eager forward (base.Engine)."""
+        if not self.batches or len(images) < 2:
+            return super().submit_batch(images, resize=resize)
+        if self._closed:
+            raise RuntimeError('engine is closed')
+        on_device = resize is not None and self.resizes_on_device
+        if resize is not None and not on_device:
+            raise NotImplementedError(f'{type(self).__name__} does not resize on its device '
+                                      '(resizes_on_device is False): resize on the host')
+        want = tuple(resize.src_hw) if on_device else tuple(images[0].shape[:2])
+        for i, image in enumerate(images):
+            check_views((image,), 1)
+            if image.shape[:2] != want:
+                raise ValueError(f'batch image {i}: size {image.shape[:2]}, expected {want} '
+                                 '(a batch shares one shape)')
+        shape = tuple(resize.net_hw) if on_device else want
+        if shape not in self._prepared:
+            self.prepare(shape)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            dev = [_host_tensor(im).to(self._device) for im in images]
+            if on_device:
+                dev = [self._resample(x, resize) for x in dev]
+            # the same elementwise (x/255 - mean) / std as _normalise, per frame
+            x = torch.stack(dev).permute(0, 3, 1, 2).to(torch.float32) / 255.0
+            self._sync()
+            t1 = time.perf_counter()
+            out = self._run_batch(self._model, [(x - self._mean) / self._std])
+            self._sync()
+            t2 = time.perf_counter()
+            host = {k: v.detach().to(torch.float32).cpu().numpy() for k, v in out.items()}
+        self._timings = {'upload': t1 - t0, 'forward': t2 - t1,
+                         'readback': time.perf_counter() - t2}
+        return [Ticket({k: v[i] for k, v in host.items()}) for i in range(len(images))]
 
     def _resample(self, src: torch.Tensor, resize: ResizeMap) -> torch.Tensor:
         """(H, W, 3) uint8 on the device -> (h, w, 3) uint8 on the device (the map's steps)."""

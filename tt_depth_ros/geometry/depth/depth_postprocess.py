@@ -16,7 +16,7 @@ from tt_depth_ros.geometry.depth import metric_depth as md
 
 
 def finish_depth(raw_depth: np.ndarray, sky_score: Optional[np.ndarray], K_net: np.ndarray, *,
-                 metric: bool = True, sky_threshold: float = md.SKY_THRESHOLD,
+                 sky_threshold: float, metric: bool = True,
                  sky_mode: str = 'inf', max_depth_m: Optional[float] = None,
                  out_hw: Optional[tuple[int, int]] = None,
                  border: Optional[Rectifier] = None) -> np.ndarray:

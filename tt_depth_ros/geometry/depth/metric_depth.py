@@ -31,9 +31,6 @@ network image then spans an ~80 deg horizontal field of view). The scale is unre
 camera: callers flag such results (`DepthResult.intrinsics_assumed`, a warning in the node).
 """
 
-SKY_THRESHOLD = 0.3
-"""Upstream's non-sky test is sky < 0.3, so sky >= 0.3 is sky."""
-
 SKY_MODES = ('inf', 'nan', 'keep')
 
 
@@ -59,7 +56,7 @@ def metric_depth(raw_depth: np.ndarray, fx_net: float, fy_net: float) -> np.ndar
     return np.asarray(raw_depth, dtype=np.float32) * np.float32(scale)   # float32 product
 
 
-def sky_mask(sky: np.ndarray, threshold: float = SKY_THRESHOLD) -> np.ndarray:
+def sky_mask(sky: np.ndarray, threshold: float) -> np.ndarray:
     """Boolean sky mask: sky >= threshold (NaN sky scores count as not sky)."""
     if not np.isfinite(threshold):
         raise ValueError(f'sky threshold={threshold} must be finite')
@@ -67,14 +64,15 @@ def sky_mask(sky: np.ndarray, threshold: float = SKY_THRESHOLD) -> np.ndarray:
         return np.asarray(sky) >= threshold
 
 
-def apply_sky(depth_m: np.ndarray, sky: np.ndarray, threshold: float = SKY_THRESHOLD,
+def apply_sky(depth_m: np.ndarray, sky: np.ndarray, threshold: float,
               mode: str = 'inf') -> np.ndarray:
     """Mark sky pixels in a depth map (returns a new array).
 
     Args:
         depth_m: Depth map (H, W).
         sky: Sky score map (relu of the sky logit), same shape.
-        threshold: Pixels with sky >= threshold are sky (default 0.3, upstream's).
+        threshold: Pixels with sky >= threshold are sky (upstream's is
+            models/da3/config.py SKY_THRESHOLD).
         mode: 'inf' (+Inf, REP 117 "no return"), 'nan' (invalid) or 'keep' (predicted depth).
 
     Returns:

@@ -11,6 +11,8 @@ from typing import Optional
 
 from tt_depth_ros.models.kind import ModelKind
 
+SKY_THRESHOLD = 0.3
+"""Upstream's non-sky test is sky < 0.3, so a sky score >= 0.3 is sky (docs/da3.md)."""
 BUILT_KINDS = (ModelKind.METRIC, ModelKind.MONO, ModelKind.ANYVIEW)
 """The kinds a DA3Config builds (NESTED is two of them: models/da3/nested.py)."""
 

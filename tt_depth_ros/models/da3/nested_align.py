@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-SKY_THRESHOLD = 0.3
+from tt_depth_ros.models.da3.config import SKY_THRESHOLD
+
 METRIC_FOCAL = 300.0
 MAX_QUANTILE_SAMPLES = 100_000
 SKY_FILL_MAX = 200.0

@@ -25,11 +25,19 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
+from sensor_msgs.msg import PointCloud2
+
 from tt_depth_ros.models.kind import ModelKind
-from tt_depth_ros.pipelines.depth import DA3FramePath, FrameOptions, StartedFrame, engine_kind
+from tt_depth_ros.pipelines.depth import (
+    DA3FramePath,
+    FrameOptions,
+    FrameRequest,
+    StartedFrame,
+    engine_kind,
+)
 from tt_depth_ros.pipelines.depth_scale import scale_depth_frame
 from tt_depth_ros.ros.depth.camera import CameraFrame, DepthCamera, camera_key
-from tt_depth_ros.ros.depth.cameras_param import parse_cameras
+from tt_depth_ros.ros.depth.cameras_param import parse_cameras, shapes_needed
 from tt_depth_ros.ros.depth.kind_rules import (
     check_kind_params,
     no_camera_info_fallback,
@@ -39,16 +47,21 @@ from tt_depth_ros.ros.depth.params import (
     DEPTH_NODE_PARAMS,
     DepthParams,
     depth_frame_options,
-    relative_scale_settings,
     validate_depth_params,
 )
 from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs
+from tt_depth_ros.ros.depth.scale_params import needs_tf, scale_settings
 from tt_depth_ros.ros.msgs.depth_outputs import depth_output_msgs, depth_topics
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
+from tt_depth_ros.ros.runtime.engine_builder import build_node_engine
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
 from tt_depth_ros.ros.runtime.lifecycle_node import PerceptionLifecycleNode
+from tt_depth_ros.ros.runtime.qos import qos_profile
 from tt_depth_ros.ros.runtime.scheduler import CameraMailboxes
 from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer
+from tt_depth_ros.ros.runtime.worker import FrameStages
+
+CLOUD_QOS_DEPTH = 5
 
 
 @dataclass
@@ -72,7 +85,7 @@ class DepthNode(PerceptionLifecycleNode):
         self.cameras: list[DepthCamera] = []
         self.frame_path: DA3FramePath | None = None
         self.kind: ModelKind | None = None
-        self.tf = TfBuffer()       # one TF tree for every camera's camera_height scale
+        self.tf = TfBuffer()       # one TF tree for every camera's scale (heights, scans, poses)
         super().__init__(node_name, **kwargs)
 
     def make_mailbox(self) -> CameraMailboxes:
@@ -97,15 +110,37 @@ class DepthNode(PerceptionLifecycleNode):
             cam.reset()
         self.mailbox.configure({cam.key: cam.policy for cam in self.cameras})
 
+    def build_engine(self):
+        """The engine; several cameras: two command queues (ttnn) and a trace per size."""
+        p = self.params
+        cameras = parse_cameras(p.cameras)
+        if len(cameras) < 2:
+            return super().build_engine()
+        default = (p.expected_width, p.expected_height) if p.expected_width else None
+        return build_node_engine(p, self.get_logger(), self.cancel, ttnn_command_queues=2,
+                                 max_shapes=shapes_needed(cameras, default))
+
     def expected_preparations(self) -> list[tuple]:
-        """Each camera's expected size (its `size`, else expected_width x expected_height)."""
-        out = []
+        """Each camera's expected size (its `size`, else expected_width x expected_height).
+
+        Raises ValueError when the engine cannot keep that many shapes prepared at once.
+        """
+        out, who = [], {}
         for cam in self.cameras:
             w, h = cam.spec.size or (self.params.expected_width, self.params.expected_height)
             if w and h:
-                plan = self.frame_path.plan((h, w), self.frame_options())
-                if tuple(plan) not in out:
-                    out.append(tuple(plan))
+                plan = tuple(self.frame_path.plan((h, w), self.frame_options()))
+                if plan not in out:
+                    out.append(plan)
+                who.setdefault(plan, []).append(f'{cam.key} {w}x{h}')
+        limit = self.engine.max_prepared
+        if limit is not None and len(out) > limit:
+            shapes = '; '.join(f'network {net[0]}x{net[1]}: {", ".join(who[(net, r)])}'
+                               for net, r in out)
+            raise ValueError(f'the cameras need {len(out)} prepared shapes at once ({shapes}) '
+                             f'but the engine keeps {limit}: give the cameras fewer distinct '
+                             'sizes (or one network_height/network_width), or serve them from '
+                             'more nodes (multi_camera.launch.py share_engine:=false)')
         return out
 
     def frame_options(self) -> FrameOptions:
@@ -124,12 +159,23 @@ class DepthNode(PerceptionLifecycleNode):
         p = self.params
         for cam in self.cameras:
             cam.side_inputs.clear()
+            cam.scale_state.clear()
             cam.camera_info_sub = self.subscribe_camera_info(cam.spec.camera_info, cam.key)
-            self.subscribe_image(cam.spec.image, partial(self._on_image, cam))
+            self.subscribe_image(cam.spec.image, partial(self._on_image, cam), cam.spec.transport)
             if p.scale_source == 'depth':
                 self.subscribe_metric_depth(cam.side_inputs.metric_depth, cam.metric_depth_topic)
-        if p.scale_source == 'camera_height' and p.camera_height_frame:
+            if p.scale_source == 'cloud':
+                # a few scans deep: one may arrive while the previous is still being converted
+                qos = qos_profile(p.input_reliability, max(p.input_depth, CLOUD_QOS_DEPTH))
+                self.track_subscription(self.create_subscription(
+                    PointCloud2, cam.metric_cloud_topic, partial(self._on_cloud, cam), qos))
+        if needs_tf(p):
             self.subscribe_tf(self.tf)
+
+    def _on_cloud(self, cam: DepthCamera, msg) -> None:
+        error = cam.side_inputs.clouds.put(msg)
+        if error is not None:
+            self.reject('metric_cloud', self._named(cam, error))
 
     def _on_image(self, cam: DepthCamera, msg) -> None:
         self.stats.on_input()
@@ -148,6 +194,29 @@ class DepthNode(PerceptionLifecycleNode):
 
     def start(self, item: CameraFrame) -> StartedDepth | None:
         """Decode, place in its camera and hand to the engine; None = skipped (reported)."""
+        placed = self._place(item)
+        if placed is None:
+            return None
+        request, p, decode_s = placed
+        return StartedDepth(item, p, self.frame_path.start(*request), decode_s)
+
+    def start_frames(self, items: list[CameraFrame]) -> list[StartedDepth]:
+        """`start` for the frames several cameras have waiting (batched when the engine can)."""
+        placed = []
+        for item in items:
+            try:
+                one = self._place(item)
+            except Exception as exc:  # noqa: BLE001 - one camera's bad frame spares the others
+                self.rejects.processing_failed(item, exc)
+                continue
+            if one is not None:
+                placed.append((item, *one))
+        frames = self.frame_path.start_batch([request for _, request, _, _ in placed])
+        return [StartedDepth(item, p, frame, decode_s)
+                for (item, _, p, decode_s), frame in zip(placed, frames)]
+
+    def _place(self, item: CameraFrame) -> tuple[FrameRequest, DepthParams, float] | None:
+        """Decode a frame and give it its camera: the frame path request, or None (reported)."""
         t0 = time.perf_counter()
         cam, msg = item
         rgb = self.decode_image(msg, cam.label)
@@ -165,9 +234,28 @@ class DepthNode(PerceptionLifecycleNode):
             return None
         t1 = time.perf_counter()
         self.ensure_prepared(plan.net_hw, plan.resize)
-        frame = self.frame_path.start(view.rgb, self.frame_path.intrinsics(view.K, view.tx),
-                                      options, border=view.border, plan=plan)
-        return StartedDepth(item, p, frame, t1 - t0)
+        request = FrameRequest(view.rgb, self.frame_path.intrinsics(view.K, view.tx), options,
+                               view.border, plan)
+        return request, p, t1 - t0
+
+    def discard(self, started: StartedDepth) -> None:
+        """Stop with a frame in flight: collect it from the engine, publish nothing (a drop)."""
+        self.engine.collect(started.frame.ticket)
+        self.stats.on_drop()
+        started.item.camera.stats.on_drop()
+
+    def frame_stages(self) -> FrameStages | None:
+        """Several cameras: the frame work as start/finish halves (one camera: `process`).
+
+        Two starts in flight on a pipelining engine (ttnn with two command queues); the
+        same-shape frames of waiting cameras in one forward when `batch_frames` and the engine
+        batches.
+        """
+        if len(self.cameras) < 2:
+            return None
+        batch = len(self.cameras) if self.params.batch_frames and self.engine.batches else 1
+        return FrameStages(self.start_frames, self.finish, self.discard,
+                           in_flight=2 if self.engine.pipelines else 1, batch=batch)
 
     def finish(self, started: StartedDepth) -> None:
         """Collect a started frame, scale it with its camera's inputs, publish there, count."""
@@ -175,9 +263,8 @@ class DepthNode(PerceptionLifecycleNode):
         p = started.params
         frame = self.frame_path.finish(started.frame)
         scaled = scale_depth_frame(
-            self.kind, frame, relative_scale_settings(p), p.min_confidence,
-            p.max_depth_m,
-            cam.side_inputs.for_frame(p, msg.header, p.metric_depth_wait_s))
+            self.kind, frame, scale_settings(p), p.min_confidence, p.max_depth_m,
+            cam.side_inputs.for_frame(p, msg.header), cam.scale_state)
         t2 = time.perf_counter()
         cam.publish(depth_output_msgs(p, msg.header, scaled, cam.listening, cam.cloud_buffer))
         t3 = time.perf_counter()
@@ -222,7 +309,8 @@ class DepthNode(PerceptionLifecycleNode):
         return self.camera_infos.wait_any(cam.key, self.params.camera_info_wait_s)
 
     def _kind_figures(self, cam: DepthCamera) -> dict:
-        if self.kind is None or self.kind is ModelKind.METRIC:
+        if self.kind is None or (self.kind is ModelKind.METRIC and
+                                 self.params.scale_source == 'none'):
             return {}
         return {**cam.figures.snapshot(), 'model_kind': self.kind.value,
                 'scale_source_configured': self.params.scale_source,

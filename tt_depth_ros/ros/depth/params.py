@@ -9,22 +9,28 @@ configure and tt-depth-batch's parameter-file check both call the functions here
 from __future__ import annotations
 
 from tt_depth_ros.geometry.depth.metric_depth import SKY_MODES
+from tt_depth_ros.models.da3.config import SKY_THRESHOLD
 from tt_depth_ros.pipelines.depth import FrameOptions
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
-from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.cameras_param import parse_cameras
+from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
 from tt_depth_ros.ros.runtime.params import ParamSpec, params_type
 from tt_depth_ros.ros.runtime.params import params_markdown as _params_markdown
 
 DEPTH_PARAMS = (
-    ParamSpec('onnx_provider', 'CPUExecutionProvider', 'backend onnxruntime: the execution '
     ParamSpec('cameras', (), "Cameras this node serves from its one engine "
               "(ros/depth/cameras_param.py): [] = one camera on 'image' / 'camera_info' with "
               "outputs beside them; else one entry per camera, a namespace ('/front': "
               "/front/image, /front/camera_info, outputs /front/depth ...) or "
-              "'image=/T,camera_info=/T[,ns=/NS][,size=WxH][,priority=N][,max_rate_hz=F]'."),
+              "'image=/T,camera_info=/T[,ns=/NS][,size=WxH][,priority=N][,max_rate_hz=F]"
+              "[,transport=raw|compressed]'."),
+    ParamSpec('batch_frames', False, 'Several cameras: the same-size frames the cameras have '
+              'waiting go through one forward on an engine that batches (torch, single-view '
+              'DA3). Equal to one-at-a-time within float rounding, not byte for byte; false '
+              '= one frame per forward.'),
+    ParamSpec('onnx_provider', 'CPUExecutionProvider', 'backend onnxruntime: the execution '
               'provider (e.g. CUDAExecutionProvider, TensorrtExecutionProvider); one not '
               'installed fails configure, listing the available ones (no fallback).'),
     ParamSpec('process_res', 504, 'Long side of the network input (upstream upper-bound resize, '
@@ -42,7 +48,8 @@ DEPTH_PARAMS = (
               choices=('camera', 'network'), runtime=True),
     ParamSpec('sky_mode', 'inf', "Sky pixels: 'inf' (+Inf, REP 117 no return), 'nan' "
               "(invalid) or 'keep' (predicted depth).", choices=SKY_MODES, runtime=True),
-    ParamSpec('sky_threshold', 0.3, 'Sky score at or above which a pixel is sky (upstream 0.3).',
+    ParamSpec('sky_threshold', SKY_THRESHOLD, 'Sky score at or above which a pixel is sky '
+              '(upstream 0.3).',
               float_range=(0.0, 100.0), runtime=True),
     ParamSpec('max_depth_m', 0.0, 'Depth beyond this becomes +Inf; 0 = no limit.',
               float_range=(0.0, 1e6), runtime=True),
@@ -80,12 +87,12 @@ def validate_depth_params(p: DepthParams) -> list[str]:
         errors.append(f'network size {nh}x{nw} must be multiples of 14')
     if bool(p.expected_width) != bool(p.expected_height):
         errors.append('expected_width and expected_height must both be 0 or both be set')
-    return errors
-
     try:
         parse_cameras(p.cameras)
     except ValueError as exc:
         errors.append(str(exc))
+    return errors
+
 
 def depth_frame_options(p: DepthParams, is_metric: bool) -> FrameOptions:
     """The DA3 frame path's options from depth node values `p` (the node and tt-depth-batch)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple
 
 from tt_depth_ros.ros.pair.host import PairHost
-from tt_depth_ros.ros.pair.outputs import PairOutputs
+from tt_depth_ros.ros.pair.outputs import PairPublishers
 from tt_depth_ros.ros.pair.steps import PairSteps
 
 
@@ -29,7 +29,7 @@ class PairMode:
         metric_for: (stamp_ns, wait=True) -> metric depth image with that stamp, or None.
     """
 
-    def __init__(self, node: PairHost, steps: PairSteps, outputs: PairOutputs,
+    def __init__(self, node: PairHost, steps: PairSteps, outputs: PairPublishers,
                  metric_for: Callable) -> None:
         self._node, self._steps, self._out, self._metric_for = node, steps, outputs, metric_for
 

@@ -35,14 +35,16 @@ import time
 from typing import NamedTuple
 
 from tt_depth_ros.geometry.pointmap.scale import METRIC_SOURCES
+from tt_depth_ros.pipelines.depth import engine_kind
 from tt_depth_ros.pipelines.pair_anyview import make_pair_pipeline
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.host import PairHost
-from tt_depth_ros.ros.pair.outputs import PairOutputs
+from tt_depth_ros.ros.pair.outputs import PairPublishers
 from tt_depth_ros.ros.pair.params import (
     PAIR_NODE_PARAMS,
     PairParams,
+    check_pair_kind,
     pair_engine_views,
     pair_settings,
     validate_pair_params,
@@ -64,7 +66,7 @@ class PairNode(PerceptionLifecycleNode):
         """Declare parameters; nothing heavy happens before configure."""
         self.pipeline = None   # pipelines/pair_dust3r.py or pipelines/pair_anyview.py
         self.mode: StereoMode | TemporalMode | None = None
-        self.outputs: PairOutputs | None = None
+        self.outputs: PairPublishers | None = None
         self.figures = PairFigures()
         self.metric_depth = MetricDepthImages()
         super().__init__(node_name, **kwargs)
@@ -73,6 +75,15 @@ class PairNode(PerceptionLifecycleNode):
     def validate(self) -> list[str]:
         """Cross-parameter checks: model family, network size, scale source per mode."""
         return validate_pair_params(self.params)
+
+    def configure_for_engine(self) -> None:
+        """The built engine's own kind must suit the pair node; ValueError (configure fails).
+
+        An engine plugin declares its kind in `EngineInfo.details` like every engine.
+        """
+        errors = check_pair_kind(self.params, engine_kind(self.engine.info.details))
+        if errors:
+            raise ValueError('; '.join(errors))
 
     def engine_num_views(self) -> int | None:
         """DA3 any-view models: a two-view engine (temporal: window_size views); else default."""
@@ -151,7 +162,7 @@ class PairWork(NamedTuple):
     """What a configured pair node works with: its pipeline, publishing rules and mode."""
 
     pipeline: object
-    outputs: PairOutputs
+    outputs: PairPublishers
     mode: StereoMode | TemporalMode
 
 
@@ -164,7 +175,7 @@ def pair_work(node: PairHost, engine, figures: PairFigures, metric_for) -> PairW
     """
     pipeline = make_pair_pipeline(engine, pair_settings(node.params))
     figures.reset()
-    outputs = PairOutputs(node, figures)
+    outputs = PairPublishers(node, figures)
     steps = PairSteps(node, pipeline, figures)
     mode = StereoMode if node.params.mode == 'stereo' else TemporalMode
     return PairWork(pipeline, outputs, mode(node, steps, outputs, metric_for))

@@ -1,6 +1,6 @@
 """The pair node's publishing: pose / path / TF rules, the measured extrinsic, depth outputs.
 
-`PairOutputs` is owned by the node (ros/pair/node.py) and used by each mode's per-pair work
+`PairPublishers` is owned by the node (ros/pair/node.py) and used by each mode's per-pair work
 (ros/pair/stereo.py, ros/pair/temporal.py). Rules (docs/nodes.md "Frames and units"): `/tf` only for
 metric poses unless publish_tf='always' (then unscaled poses go to `<child>_unscaled`); a frame
 name tf2 would reject is a counted rejection of the pose only; depth is published as metres only
@@ -32,7 +32,7 @@ def drop_borders(result, borders):
     """`result` with rectification borders out of its masks (so of depth, cloud and scale).
 
     Args:
-        result: a PairResult (or the any-view one): `mask1`/`mask2` on the network grids of
+        result: a Dust3rPair (or an AnyviewPair): `mask1`/`mask2` on the network grids of
             `plan1`/`plan2`.
         borders: (border of view 1, border of view 2), each None or the Rectifier whose mask
             marks the rectified pixels from outside the source image (CameraView.border).
@@ -48,7 +48,7 @@ def _stamp_msg(stamp_ns: int) -> Time:
     return Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
 
 
-class PairOutputs:
+class PairPublishers:
     """The pair node's lifecycle publishers and the rules of what goes on them.
 
     Args:

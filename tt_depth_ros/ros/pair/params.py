@@ -11,6 +11,7 @@ from __future__ import annotations
 from tt_depth_ros.engines import registry
 from tt_depth_ros.geometry.pointmap.scale import SOURCES
 from tt_depth_ros.geometry.pose.keyframes import KeyframePolicy
+from tt_depth_ros.models.kind import ModelKind
 from tt_depth_ros.pipelines.pair_anyview import ANYVIEW_PAIR_MODELS
 from tt_depth_ros.pipelines.pair_dust3r import PairSettings
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS, with_defaults
@@ -102,18 +103,47 @@ PAIR_NODE_PARAMS = tuple(with_defaults(COMMON_PARAMS, {'model': 'dust3r-vitl-512
 PairParams = params_type('PairParams', PAIR_NODE_PARAMS, __name__)
 
 
-def validate_pair_params(p: PairParams) -> list[str]:
-    """Cross-parameter errors of pair node values `p` (model family, network size, scale source).
+def declared_kind(p: PairParams) -> ModelKind | None:
+    """The kind of model `p` selects: the registry's; None when it is known only once built.
 
-    The node's configure and tt-depth-batch's parameter file check both call this.
+    An engine plugin supplies its own engine, whose kind is what it reports (the node runs
+    `check_pair_kind` on it after the build); an unknown name fails in the engine build.
     """
+    if p.engine_plugin:
+        return None
+    if p.model not in registry.MODELS:
+        return None     # the engine build names the unknown model
+    return registry.model(p.model).kind
+
+
+def check_pair_kind(p: PairParams, kind: ModelKind) -> list[str]:
+    """Errors of pair node values `p` with a model of `kind` (the registry's or the engine's)."""
     errors = []
-    if p.model not in DUST3R_MODELS + ANYVIEW_PAIR_MODELS and not p.engine_plugin:
-        errors.append(f"model={p.model!r} is not a pair model; use one of "
+    if kind is not ModelKind.POINTMAP and not kind.multi_view:
+        errors.append(f"model={p.model!r} ({kind.value}) is not a pair model; use one of "
                       f'{list(DUST3R_MODELS + ANYVIEW_PAIR_MODELS)} '
                       '(e.g. -p model:=dust3r-vitl-512-dpt)')
-    if p.network_size % 16 and p.model in DUST3R_MODELS and not p.engine_plugin:
+        return errors
+    if p.network_size % 16 and kind is ModelKind.POINTMAP:
         errors.append(f"network_size={p.network_size} must be a multiple of 16")
+    if p.window_size > 2 and not kind.multi_view:
+        errors.append(f"window_size={p.window_size} needs a DA3 any-view model "
+                      f'({list(ANYVIEW_PAIR_MODELS)})')
+    if p.pose_source == 'camera_decoder' and not kind.multi_view:
+        errors.append("pose_source='camera_decoder' needs a DA3 any-view engine (model one of "
+                      f'{list(ANYVIEW_PAIR_MODELS)}); DUSt3R has no camera decoder, its '
+                      "pose is always PnP ('auto' or 'pnp')")
+    return errors
+
+
+def validate_pair_params(p: PairParams) -> list[str]:
+    """Cross-parameter errors of pair node values `p` (mode, scale source, sizes, model kind).
+
+    The node's configure and tt-depth-batch's parameter file check both call this; a model from
+    an engine plugin is checked on the built engine's kind (`check_pair_kind`).
+    """
+    kind = declared_kind(p)
+    errors = [] if kind is None else check_pair_kind(p, kind)
     if p.scale_source == 'baseline':
         if p.mode != 'stereo':
             errors.append("scale_source='baseline' needs mode='stereo' (a fixed rig)")
@@ -122,15 +152,8 @@ def validate_pair_params(p: PairParams) -> list[str]:
     if p.robot_base_frame and (p.mode != 'temporal' or p.scale_source != 'depth'):
         errors.append("robot_base_frame needs mode='temporal' and scale_source='depth' "
                       '(the camera mounting is in metres, the trajectory must be too)')
-    if p.window_size > 2 and (p.mode != 'temporal' or (
-            p.model not in ANYVIEW_PAIR_MODELS and not p.engine_plugin)):
-        errors.append(f"window_size={p.window_size} needs mode='temporal' and a DA3 "
-                      f'any-view model ({list(ANYVIEW_PAIR_MODELS)})')
-    anyview = p.model in ANYVIEW_PAIR_MODELS or bool(p.engine_plugin)
-    if p.pose_source == 'camera_decoder' and not anyview:
-        errors.append("pose_source='camera_decoder' needs a DA3 any-view model "
-                      f'({list(ANYVIEW_PAIR_MODELS)}); DUSt3R has no camera decoder, its '
-                      "pose is always PnP ('auto' or 'pnp')")
+    if p.window_size > 2 and p.mode != 'temporal':
+        errors.append(f"window_size={p.window_size} needs mode='temporal'")
     if bool(p.expected_width) != bool(p.expected_height):
         errors.append('expected_width and expected_height must both be 0 or both be set')
     try:

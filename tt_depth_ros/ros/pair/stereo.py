@@ -14,7 +14,7 @@ from typing import Callable
 
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.mode import PairMode, Published
-from tt_depth_ros.ros.pair.outputs import PairOutputs
+from tt_depth_ros.ros.pair.outputs import PairPublishers
 from tt_depth_ros.ros.pair.pairing import ApproxTimePairer, Pair
 from tt_depth_ros.ros.pair.steps import PairSteps
 
@@ -24,7 +24,7 @@ PAIR_TIMES = 256   # pairs over which pairing_rate_hz is measured
 class StereoMode(PairMode):
     """Pairing, inputs and per-pair work of a stereo rig (arguments: PairMode)."""
 
-    def __init__(self, node, steps: PairSteps, outputs: PairOutputs,
+    def __init__(self, node, steps: PairSteps, outputs: PairPublishers,
                  metric_for: Callable) -> None:
         super().__init__(node, steps, outputs, metric_for)
         node = self._node

@@ -19,7 +19,7 @@ from tt_depth_ros.geometry.pose.se3 import invert_T
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.pair.mode import PairMode, Published
 from tt_depth_ros.ros.pair.odometry import RobotOdometry
-from tt_depth_ros.ros.pair.outputs import PairOutputs
+from tt_depth_ros.ros.pair.outputs import PairPublishers
 from tt_depth_ros.ros.pair.steps import PairSteps
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView
 from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, TfLookupError
@@ -38,7 +38,7 @@ class TemporalFrame:
 class TemporalMode(PairMode):
     """Keyframe chain, inputs and per-frame work of one moving camera (arguments: PairMode)."""
 
-    def __init__(self, node, steps: PairSteps, outputs: PairOutputs,
+    def __init__(self, node, steps: PairSteps, outputs: PairPublishers,
                  metric_for: Callable) -> None:
         super().__init__(node, steps, outputs, metric_for)
         node, p = self._node, self._node.params

@@ -5,14 +5,17 @@ Nothing here re-implements the node: each camera gets the node's own admission a
 by stamp and rectification (ros/runtime/inputs/camera_views.py), reject counting
 (ros/runtime/rejects.py), THE DA3 frame path (pipelines/depth.py) with the node's options
 (ros/depth/params.py `depth_frame_options`), the metric scale of every kind
-(pipelines/depth_scale.py, with the node's side inputs: ros/depth/scale_inputs.py) and the node's
-message builders (ros/msgs/depth_outputs.py). What differs is only the transport: messages come
+(pipelines/depth_scale.py, with the node's side inputs: ros/depth/scale_inputs.py, and a scale
+state per camera: the filter runs in bag time) and the node's message builders
+(ros/msgs/depth_outputs.py). What differs is only the transport: messages come
 from the bag in its order, every frame is processed (the replay of a bag paced by the node's
 output), and outputs are written, not published.
 
-The node waits up to `camera_info_wait_s` for a CameraInfo that arrives after its image; offline
-the wait is a look-ahead in bag time: an image is processed once the bag has been read that far
-past it (CameraInfos in that window are cached first), so no wall-clock wait happens.
+The node waits up to `camera_info_wait_s` for a CameraInfo that arrives after its image (and
+`metric_cloud_wait_s` for a LiDAR scan); offline the wait is a look-ahead in bag time: an image is
+processed once the bag has been read that far past it (CameraInfos, scans and TF in that window
+are cached first), so no wall-clock wait happens; a frame takes the scans that had arrived by its
+bag time plus the scan wait, as the node would have.
 """
 from __future__ import annotations
 
@@ -24,28 +27,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rclpy.serialization import deserialize_message, serialize_message
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from tf2_msgs.msg import TFMessage
 
 from tt_depth_ros.engines.base import Engine
 from tt_depth_ros.models.kind import ModelKind
 from tt_depth_ros.pipelines.depth import DA3FramePath, engine_kind
-from tt_depth_ros.pipelines.depth_scale import scale_depth_frame
+from tt_depth_ros.pipelines.depth_scale import ScaleState, scale_depth_frame
 from tt_depth_ros.ros.depth.kind_rules import (
     check_kind_params,
     no_camera_info_fallback,
     uses_model_intrinsics,
 )
-from tt_depth_ros.ros.depth.params import (
-    DepthParams,
-    depth_frame_options,
-    relative_scale_settings,
-)
+from tt_depth_ros.ros.depth.params import DepthParams, depth_frame_options
 from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs
+from tt_depth_ros.ros.depth.scale_params import needs_tf, scale_settings
 from tt_depth_ros.ros.msgs.depth_outputs import depth_output_msgs, metric_output_types
 from tt_depth_ros.ros.runtime.diagnostics import NodeStats
 from tt_depth_ros.ros.runtime.engine_builder import PreparedShapes
 from tt_depth_ros.ros.runtime.inputs.camera_views import CameraView, CameraViews
+from tt_depth_ros.ros.runtime.inputs.metric_cloud_input import TOPIC as METRIC_CLOUD
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH
 from tt_depth_ros.ros.runtime.inputs.subscriptions import NodeInputs
 from tt_depth_ros.ros.runtime.rejects import RejectReporter
@@ -119,28 +120,41 @@ class _CameraWork:
         self.inputs = NodeInputs(None, lambda: offline, None, self.stats, self.reject, None)
         self.views = CameraViews(lambda: offline, self.reject, logger)
         self.side = ScaleSideInputs()
-        self.routes = {cam.camera_info: [(CameraInfo, lambda m: self.views.on_camera_info(
+        self.scale_state = ScaleState()
+        self.routes = {cam.camera_info: [(CameraInfo, lambda m, t: self.views.on_camera_info(
             KEY, 'camera_info', m))]}
         if p.scale_source == 'depth':
             self.routes[self.metric_depth_topic] = [(Image, self._on_metric_depth)]
-        if p.scale_source == 'camera_height' and p.camera_height_frame:
-            self.routes['/tf'] = [(TFMessage, lambda m: self.side.tf.add_msg(m, False))]
-            self.routes['/tf_static'] = [(TFMessage, lambda m: self.side.tf.add_msg(m, True))]
+        if p.scale_source == 'cloud':
+            self.routes[self.metric_cloud_topic] = [(PointCloud2, self._on_cloud)]
+        if needs_tf(p):
+            self.routes['/tf'] = [(TFMessage, lambda m, t: self.side.tf.add_msg(m, False))]
+            self.routes['/tf_static'] = [(TFMessage, lambda m, t: self.side.tf.add_msg(m, True))]
 
     @property
     def metric_depth_topic(self) -> str:
         """The node's `metric_depth` input in the camera's namespace."""
         return posixpath.join(self.cam.ns, METRIC_DEPTH)
 
+    @property
+    def metric_cloud_topic(self) -> str:
+        """The node's `metric_cloud` input in the camera's namespace."""
+        return posixpath.join(self.cam.ns, METRIC_CLOUD)
+
     def reject(self, reason: str, message: str) -> None:
         """Count a skipped frame and log it as the node would (throttled per reason)."""
         self.skipped[reason] += 1
         self._rejects.reject(reason, message)
 
-    def _on_metric_depth(self, msg) -> None:
+    def _on_metric_depth(self, msg, t: int) -> None:
         error = self.side.metric_depth.put(msg)
         if error is not None:
             self.reject('metric_depth', error)
+
+    def _on_cloud(self, msg, t: int) -> None:
+        error = self.side.clouds.put(msg, arrival=t)   # the scan arrived at its bag time
+        if error is not None:
+            self.reject('metric_cloud', error)
 
     def camera_view(self, kind: ModelKind, focal_source: str, rgb, stamp) -> CameraView | None:
         """The node's choice of intrinsics for this frame (ros/depth/node.py `_camera_view`)."""
@@ -188,6 +202,8 @@ class DepthBagJob:
 
         lookahead_ns = (int(self.p.camera_info_wait_s * 1e9)
                         if self.p.camera_info_sync == 'exact' else 0)
+        if self.p.scale_source == 'cloud':
+            lookahead_ns = max(lookahead_ns, int(self.p.metric_cloud_wait_s * 1e9))
         ts = typestore_for(default_typestore_distro())
         with Reader(bag) as reader:
             types = {c.topic: c.msgtype for c in reader.connections}
@@ -210,8 +226,10 @@ class DepthBagJob:
                 work = {cam.image: _CameraWork(cam, self.p, self.log) for cam in cameras}
                 routes: dict = {}
                 for w in work.values():
-                    if self.p.scale_source == 'depth' and w.metric_depth_topic not in types:
-                        raise BagFailed(f'{w.metric_depth_topic} (the depth node input for '
+                    side = {'depth': w.metric_depth_topic,
+                            'cloud': w.metric_cloud_topic}.get(self.p.scale_source)
+                    if side is not None and side not in types:
+                        raise BagFailed(f'{side} (the depth node input for '
                                         f"scale_source={self.p.scale_source!r}) is not in "
                                         f'the bag; it has {sorted(types)}')
                     for topic, handlers in w.routes.items():
@@ -243,7 +261,7 @@ class DepthBagJob:
                 for conn, t, raw in reader.messages(connections=wanted):
                     flush(t)
                     for msg_type, callback in routes.get(conn.topic, ()):
-                        callback(deserialize_message(bytes(raw), msg_type))
+                        callback(deserialize_message(bytes(raw), msg_type), t)
                     if conn.topic in work:
                         pending.append((t, conn, bytes(raw)))
                 flush(None)
@@ -264,10 +282,12 @@ class DepthBagJob:
         """2 when the engine pipelines (ttnn with two command queues) and the model is metric.
 
         Frame N+1 then goes to the engine before frame N's messages are built, so the upload
-        and the host's decoding overlap the device. Relative and NESTED outputs read the node's
-        scale state when they publish, so they keep one frame in flight (the node's order).
+        and the host's decoding overlap the device. Relative and NESTED outputs, and any with a
+        scale source, read the node's scale state when they publish, so they keep one frame in
+        flight (the node's order).
         """
-        return 2 if self.engine.pipelines and self.kind is ModelKind.METRIC else 1
+        return 2 if (self.engine.pipelines and self.kind is ModelKind.METRIC
+                     and self.p.scale_source == 'none') else 1
 
     def _start(self, w: _CameraWork, msgtype: str, raw: bytes, t: int):
         """The node's `_on_image` + the first half of `process`: a _Started, or None (skipped)."""
@@ -280,7 +300,7 @@ class DepthBagJob:
         rgb = w.inputs.decode(msg, 'image')
         if rgb is None:
             return None
-        options = depth_frame_options(self.p, self.path.is_metric)
+        options = depth_frame_options(self.p, self.kind.is_metric)
         try:
             plan = self.path.plan(rgb.shape[:2], options)
         except ValueError as exc:
@@ -310,9 +330,9 @@ class DepthBagJob:
         t2 = time.perf_counter()
         p = self.p
         try:
-            scaled = scale_depth_frame(self.kind, frame, relative_scale_settings(p),
+            scaled = scale_depth_frame(self.kind, frame, scale_settings(p),
                                        p.min_confidence, p.max_depth_m,
-                                       w.side.for_frame(p, msg.header, 0.0))
+                                       w.side.for_frame(p, msg.header, st.t), w.scale_state)
             msgs = list(depth_output_msgs(p, msg.header, scaled))
         except Exception as exc:  # noqa: BLE001 - as above
             w.reject('processing', f'{type(exc).__name__}: {exc}')

@@ -23,9 +23,10 @@ from pathlib import Path
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image
 
+from tt_depth_ros.pipelines.depth import engine_kind
 from tt_depth_ros.ros.pair.figures import PairFigures
 from tt_depth_ros.ros.pair.node import pair_work
-from tt_depth_ros.ros.pair.params import PairParams
+from tt_depth_ros.ros.pair.params import PairParams, check_pair_kind
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import TOPIC as METRIC_DEPTH
 from tt_depth_ros.ros.runtime.inputs.metric_depth_input import MetricDepthImages
 from tt_depth_ros.tools.bag.io import default_typestore_distro, zero_padded_cdr
@@ -102,6 +103,10 @@ class PairBagJob:
     """
 
     def __init__(self, engine, p: PairParams, logger) -> None:
+        errors = check_pair_kind(p, engine_kind(engine.info.details))   # the node's configure
+        if errors:
+            raise BagFailed(f"the pair node would not configure with this engine: "
+                            f"{'; '.join(errors)}; fix the parameter file")
         self.engine, self.p = engine, p
         self.log = logger
         self.stages: Counter = Counter()

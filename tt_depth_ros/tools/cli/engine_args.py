@@ -8,7 +8,7 @@ from tt_depth_ros.engines.torch.presets import CHOICES as TORCH_DTYPES
 from tt_depth_ros.engines.ttnn.precision import CHOICES as TTNN_PRECISIONS
 
 # one --dtype for every backend: each takes its own names ('auto' and 'bfloat16' are both's)
-DTYPES = TORCH_DTYPES + tuple(c for c in TTNN_PRECISIONS if c not in TORCH_DTYPES)
+PRECISION_CHOICES = TORCH_DTYPES + tuple(c for c in TTNN_PRECISIONS if c not in TORCH_DTYPES)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...], default: str,
@@ -20,7 +20,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser, models: tuple[str, ...
     parser.add_argument('--offline', action='store_true', help='never download (HF_HUB_OFFLINE)')
     parser.add_argument('--backend', default='auto', choices=REQUESTS)
     parser.add_argument('--device-id', type=int, default=0)
-    parser.add_argument('--dtype', choices=DTYPES, default='auto',
+    parser.add_argument('--dtype', choices=PRECISION_CHOICES, default='auto',
                         help=dtype_help + '; torch precision presets: docs/cpu-performance.md '
                         '"CPU presets"; ttnn: docs/ttnn-precision.md "Presets" (auto = '
                         'the model\'s default, fast = the speed design); a name the chosen '

@@ -32,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the `predict da3` options to `parser`."""
     parser.add_argument('images', nargs='+', help='image files (any format Pillow reads)')
     published = [registry.model(m) for m in registry.names(family='da3', published=True)]
-    metres = ', '.join(m.name for m in published if m.is_metric)
-    relative = ', '.join(m.name for m in published if not m.is_metric)
+    metres = ', '.join(m.name for m in published if m.kind.is_metric)
+    relative = ', '.join(m.name for m in published if not m.kind.is_metric)
     add_engine_arguments(parser, MODELS, 'da3metric-large',
                          model_help=f'metres: {metres}; relative: {relative} (the any-view ones '
                                     'also estimate the camera)',
@@ -123,8 +123,8 @@ def _run_multi_view(args: argparse.Namespace, formats: list[str], log: logging.L
 def run(args: argparse.Namespace) -> int:
     """Predict every image; write the requested files; return an exit code."""
     spec = registry.model(args.model)
-    formats = _formats(args, spec.is_metric)
-    if args.multi_view and not spec.multi_view:
+    formats = _formats(args, spec.kind.is_metric)
+    if args.multi_view and not spec.kind.multi_view:
         raise ValueError(f'--multi-view needs an any-view or NESTED model, not {args.model}')
     if (args.fx is None) != (args.fy is None):
         raise ValueError('--fx and --fy go together')
