@@ -83,6 +83,11 @@ class GeluVariant(_Enum):
     Approximate = 1
 
 
+class ShardOrientation(_Enum):
+    ROW_MAJOR = 0
+    COL_MAJOR = 1
+
+
 class Shape(tuple):
     """Logical or padded tensor shape (a tuple that prints like ttnn.Shape)."""
 
@@ -100,6 +105,57 @@ class Shape(tuple):
         return len(self)
 
 
+class CoreRange:
+    """An inclusive rectangle of cores, start (x, y) to end (x, y)."""
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Columns x rows it spans."""
+        return self.end.x - self.start.x + 1, self.end.y - self.start.y + 1
+
+    def __repr__(self) -> str:
+        return f'CoreRange({self.start!r}, {self.end!r})'
+
+
+class CoreRangeSet:
+    def __init__(self, core_ranges):
+        self.ranges = list(core_ranges)
+
+    def num_cores(self) -> int:
+        return sum(r.grid[0] * r.grid[1] for r in self.ranges)
+
+    def bounding_box(self) -> CoreRange:
+        x0 = min(r.start.x for r in self.ranges)
+        y0 = min(r.start.y for r in self.ranges)
+        return CoreRange(CoreCoord(x0, y0), CoreCoord(max(r.end.x for r in self.ranges),
+                                                      max(r.end.y for r in self.ranges)))
+
+    def __repr__(self) -> str:
+        return f'CoreRangeSet({self.ranges!r})'
+
+
+class ShardSpec:
+    """Cores, shard shape (rows, columns of the 2D-flattened tensor) and their order."""
+
+    def __init__(self, grid, shard_shape, shard_orientation):
+        self.grid = grid
+        self.shape = (int(shard_shape[0]), int(shard_shape[1]))
+        self.orientation = shard_orientation
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ShardSpec) and (self.shape, self.orientation, repr(self.grid)) \
+            == (other.shape, other.orientation, repr(other.grid))
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.orientation))
+
+    def __repr__(self) -> str:
+        return f'ShardSpec({self.grid!r}, {list(self.shape)}, {self.orientation})'
+
+
 class MemoryConfig:
     def __init__(self, memory_layout=TensorMemoryLayout.INTERLEAVED, buffer_type=BufferType.DRAM,
                  shard_spec=None):
@@ -111,14 +167,16 @@ class MemoryConfig:
         return self.memory_layout != TensorMemoryLayout.INTERLEAVED
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, MemoryConfig) and (self.memory_layout, self.buffer_type) == (
-            other.memory_layout, other.buffer_type)
+        return isinstance(other, MemoryConfig) and (
+            self.memory_layout, self.buffer_type, self.shard_spec) == (
+            other.memory_layout, other.buffer_type, other.shard_spec)
 
     def __hash__(self) -> int:
         return hash((self.memory_layout, self.buffer_type))
 
     def __repr__(self) -> str:
-        return f'MemoryConfig({self.memory_layout}, {self.buffer_type})'
+        spec = '' if self.shard_spec is None else f', {self.shard_spec!r}'
+        return f'MemoryConfig({self.memory_layout}, {self.buffer_type}{spec})'
 
 
 DRAM_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.DRAM)
@@ -138,7 +196,7 @@ class CoreCoord:
         return hash((self.x, self.y))
 
     def __repr__(self) -> str:
-        return f'(x={self.x},y={self.y})'
+        return f'{self.x}-{self.y}'          # as the real CoreCoord prints
 
 
 class CoreGrid:
@@ -241,6 +299,41 @@ class MatmulMultiCoreReuseMultiCast1DProgramConfig:
                 f'in0_block_w={self.in0_block_w}, sub={self.out_subblock_h}x'
                 f'{self.out_subblock_w}, per_core={self.per_core_M}x{self.per_core_N}, '
                 f'fuse_batch={self.fuse_batch}, mcast_in0={self.mcast_in0})')
+
+
+class LayerNormShardedMultiCoreProgramConfig:
+    """LayerNorm over a block-sharded input: each core a block_h x block_w tile block."""
+
+    def __init__(self, *, compute_with_storage_grid_size, subblock_w, block_h, block_w, inplace,
+                 legacy_reduction=False, legacy_rsqrt=False, use_welford=False):
+        self.compute_with_storage_grid_size = compute_with_storage_grid_size
+        self.subblock_w, self.block_h, self.block_w = int(subblock_w), int(block_h), int(block_w)
+        self.inplace = bool(inplace)
+
+    def __repr__(self) -> str:
+        g = self.compute_with_storage_grid_size
+        return (f'LayerNormShardedMultiCoreProgramConfig(grid={g!r}, block={self.block_h}x'
+                f'{self.block_w}, subblock_w={self.subblock_w})')
+
+
+_ONE_CORE = CoreCoord(1, 1)      # MinimalMatmulConfig's default grid (prints 1-1, as the real)
+
+
+class MinimalMatmulConfig:
+    """Block sizes (tiles) and grid of experimental.minimal_matmul and its fused variants."""
+
+    def __init__(self, *, M_block_size=1, K_block_size=1, N_block_size=1, subblock_h=1,
+                 subblock_w=1, compute_with_storage_grid_size=_ONE_CORE):
+        self.M_block_size, self.K_block_size = int(M_block_size), int(K_block_size)
+        self.N_block_size = int(N_block_size)
+        self.subblock_h, self.subblock_w = int(subblock_h), int(subblock_w)
+        self.compute_with_storage_grid_size = compute_with_storage_grid_size
+
+    def __repr__(self) -> str:
+        g = self.compute_with_storage_grid_size
+        return (f'MinimalMatmulConfig(grid={g!r}, blocks={self.M_block_size}x'
+                f'{self.K_block_size}x{self.N_block_size}, sub={self.subblock_h}x'
+                f'{self.subblock_w})')
 
 
 class UnaryWithParam:

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from tt_depth_ros.engines.ttnn.common import upload
+from tt_depth_ros.engines.ttnn.config import block_shard
 
 MASK_VALUE = -1e9   # added to scores of padded keys; exp underflows to exactly 0
 
@@ -21,8 +22,15 @@ class AttentionState:
 
     @property
     def rows(self) -> int:
-        """Token rows of the activations, all images of the batch together."""
-        return self.batch * self.sc.seq
+        """Token rows of the activations as stored (tile-padded per image), the batch together."""
+        return self.batch * self.sc.padded
+
+    def block_shard(self, width: int):
+        """The encoder stream's block sharding at `width` channels (config.block_shard)."""
+        key = ('shard', width)
+        if key not in self._configs:
+            self._configs[key] = block_shard(self.sc.core_grid, self.rows, width)
+        return self._configs[key]
 
     def sdpa_config(self, heads: int):
         """SDPA program config of an attention with `heads` heads (host object, cached)."""
