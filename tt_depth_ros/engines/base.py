@@ -57,6 +57,13 @@ class Engine(abc.ABC):
     pipelines: bool = False
     """Whether `submit` returns before the frame is done (ttnn with two command queues): a
     throughput-bound caller then submits the next frame before collecting this one."""
+    batches: bool = False
+    """Whether `submit_batch` runs several same-shape one-view frames in one forward (torch
+    single-view DA3, onnxruntime files with a batch axis). The results equal one-at-a-time to
+    within float rounding, not bit for bit (the matmuls block differently per batch size), so
+    callers batch only when asked to."""
+    max_prepared: Optional[int] = None
+    """How many prepared shapes the engine keeps at once (ttnn: traces); None = no limit."""
 
     @abc.abstractmethod
     def prepare(self, shape: tuple[int, int]) -> None:
@@ -93,6 +100,14 @@ class Engine(abc.ABC):
         """
         return Ticket(self.infer_camera(images[0], resize) if resize is not None
                       else self.infer(*images))
+
+    def submit_batch(self, images: list[np.ndarray],
+                     resize: Optional[ResizeMap] = None) -> list['Ticket']:
+        """Hand over several one-view frames of one shape (one camera each); a ticket per frame.
+
+        An engine that `batches` runs them in one forward; the default submits them in turn.
+        """
+        return [self.submit(image, resize=resize) for image in images]
 
     def collect(self, ticket: 'Ticket') -> dict[str, np.ndarray]:
         """The outputs of a submitted frame (waits for it); a second collect raises."""

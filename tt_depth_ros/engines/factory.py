@@ -40,7 +40,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
                  cancel: Optional[CancelToken] = None,
                  onnx_provider: Optional[str] = None,
                  ttnn_command_queues: int = 1,
-                 ttnn_dtype: Optional[str] = None) -> Engine:
+                 ttnn_dtype: Optional[str] = None,
+                 ttnn_max_traced_shapes: Optional[int] = None) -> Engine:
     """Build an engine for `model` on the selected backend.
 
     Args:
@@ -76,6 +77,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
         ttnn_dtype: ttnn only: its precision preset, 'auto' = the model's default; given, it
             replaces `dtype` there, so one call carries a torch and a ttnn preset (the nodes'
             torch_dtype and ttnn_precision) and the backend chosen takes its own.
+        ttnn_max_traced_shapes: ttnn only: input shapes kept traced at once (None: the
+            engine's default); a node serving several cameras sizes it to their shapes.
 
     Returns:
         An Engine (not yet prepared for a shape).
@@ -103,7 +106,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
     engine = _build(spec, chosen, weights=weights, device_id=device_id, dtype=dtype,
                     revision=revision, config=config, state_dict=state_dict, logger=logger,
                     cuda_graphs=cuda_graphs, accept_license=accept_license, num_views=num_views,
-                    ttnn_command_queues=ttnn_command_queues)
+                    ttnn_command_queues=ttnn_command_queues,
+                    ttnn_max_traced_shapes=ttnn_max_traced_shapes)
     if cancel.cancelled:
         engine.close()
         cancel.check('after the engine build (engine closed)')
@@ -115,7 +119,8 @@ def build_engine(model: str, *, weights: Optional[str] = None, backend: str = 'a
 
 def _build(spec: registry.ModelSpec, chosen: str, *, weights, device_id, dtype, revision, config,
            state_dict, logger, cuda_graphs, accept_license, num_views,
-           ttnn_command_queues: int = 1) -> Engine:
+           ttnn_command_queues: int = 1,
+           ttnn_max_traced_shapes: Optional[int] = None) -> Engine:
     """The family builder for `spec` on the chosen backend (arguments as build_engine)."""
     model = spec.name
     if chosen == 'ttnn':
@@ -124,10 +129,12 @@ def _build(spec: registry.ModelSpec, chosen: str, *, weights, device_id, dtype, 
             ttnn_engines = importlib.import_module('tt_depth_ros.engines.ttnn')
         except ImportError as e:
             raise BackendUnavailableError(f'ttnn engine cannot be imported: {e}') from e
+        shapes = {} if ttnn_max_traced_shapes is None else \
+            {'max_traced_shapes': int(ttnn_max_traced_shapes)}
         return ttnn_engines.build_ttnn_engine(model, device_id=device_id, dtype=dtype,
                                               weights=weights, revision=revision, config=config,
                                               state_dict=state_dict, logger=logger,
-                                              command_queues=ttnn_command_queues)
+                                              command_queues=ttnn_command_queues, **shapes)
     builder = TORCH_BUILDERS[spec.family]
     try:
         family = importlib.import_module(builder)

@@ -12,6 +12,7 @@ ctypes.PyDLL): no Python thread, the shutdown watchdog included, runs meanwhile.
 `resize_on_device` makes it an engine that `resizes_on_device`: `infer_camera` checks the camera
 image against the ResizeMap and answers at the map's network size (its maps depend only on the
 shape, so nothing needs resampling; `camera_calls` counts these calls, the first is printed).
+`max_prepared` sets Engine.max_prepared (how many shapes it keeps prepared at once).
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class KnownDepthEngine(Engine):
 
     def __init__(self, base: float = 2.0, gx: float = 0.0, gy: float = 0.0, sky_rows: int = 0,
                  delay_s: float = 0.0, fail_prepare: int = 0,
-                 close_holds_gil_s: int = 0, resize_on_device: bool = False) -> None:
+                 close_holds_gil_s: int = 0, resize_on_device: bool = False,
+                 max_prepared: int | None = None) -> None:
         self.base, self.gx, self.gy = float(base), float(gx), float(gy)
         self.sky_rows, self.delay_s = int(sky_rows), float(delay_s)
         self.fail_prepare = int(fail_prepare)
@@ -42,6 +44,7 @@ class KnownDepthEngine(Engine):
         self.inferring = False
         self._timings = {}
         self.resizes_on_device = bool(resize_on_device)
+        self.max_prepared = max_prepared
         self.camera_calls = 0
 
     def prepare(self, shape):

@@ -86,6 +86,7 @@ class TtnnEngine(Engine):
         self.num_views = net.num_views
         self.logger = logger
         self.max_traced_shapes = int(max_traced_shapes)
+        self.max_prepared = self.max_traced_shapes
         self._shapes: OrderedDict[Key, _Shape] = OrderedDict()   # LRU first
         self.resizes_on_device = self.num_views == 1
         self._timings: dict[str, float] = {}

@@ -9,7 +9,9 @@ in the node's namespace, outputs beside them. Otherwise one entry per camera, ei
   with optional `ns=` (outputs; default the image topic's parent, as tt-depth-batch's
   `--camera`), `size=WIDTHxHEIGHT` (prepare the engine for it at configure, like
   expected_width/height), `priority=N` (N turns per scheduler round, default 1) and
-  `max_rate_hz=F` (at most F frames a second from this camera, default no cap).
+  `max_rate_hz=F` (at most F frames a second from this camera, default no cap) and
+  `transport=raw|compressed` (this camera's input_transport: `compressed` subscribes
+  `<image>/compressed`).
 
 Each camera gets exactly the topics, frames and scale state a single-camera node in its namespace
 would have (ros/depth/camera.py). Pure parsing, no rclpy: the node's configure and
@@ -23,7 +25,8 @@ from typing import Optional
 
 SINGLE_KEY = 'camera'
 """The camera key of a node without `cameras` (CameraInfo store, log lines): as before."""
-FIELDS = ('image', 'camera_info', 'ns', 'size', 'priority', 'max_rate_hz')
+FIELDS = ('image', 'camera_info', 'ns', 'size', 'priority', 'max_rate_hz', 'transport')
+TRANSPORTS = ('raw', 'compressed')
 MAX_PRIORITY = 16
 
 
@@ -40,6 +43,7 @@ class CameraSpec:
         size: (width, height) to prepare at configure, or None (the node-wide expected size).
         priority: Turns per scheduler round (ros/runtime/scheduler.py).
         max_rate_hz: Largest frame rate taken from this camera; 0 = no cap.
+        transport: 'raw' or 'compressed'; '' = the node's input_transport.
     """
 
     key: str
@@ -49,6 +53,7 @@ class CameraSpec:
     size: Optional[tuple[int, int]] = None
     priority: int = 1
     max_rate_hz: float = 0.0
+    transport: str = ''
 
     def output(self, relative: str) -> str:
         """The topic of a node output name in this camera's namespace ('depth' -> '/f/depth')."""
@@ -61,6 +66,24 @@ class CameraSpec:
 
 
 SINGLE_CAMERA = CameraSpec(SINGLE_KEY, 'image', 'camera_info')
+MIN_TRACED_SHAPES = 2
+"""Traced shapes an engine keeps at least (a camera that changes size keeps the old one)."""
+
+
+def shapes_needed(cameras: list[CameraSpec], default_size: Optional[tuple[int, int]]) -> int:
+    """Prepared shapes (ttnn: traces) the cameras may need at once.
+
+    One per distinct size, one per camera whose size is known only at its first frame, at least
+    MIN_TRACED_SHAPES.
+    """
+    sizes, unknown = set(), 0
+    for cam in cameras:
+        size = cam.size or default_size
+        if size:
+            sizes.add(tuple(size))
+        else:
+            unknown += 1
+    return max(MIN_TRACED_SHAPES, len(sizes) + unknown)
 
 
 def _size(entry: str, text: str) -> tuple[int, int]:
@@ -98,8 +121,12 @@ def _fields_entry(entry: str) -> CameraSpec:
     if not rate >= 0.0 or rate == float('inf'):
         raise ValueError(f'cameras entry {entry!r}: max_rate_hz={rate} must be >= 0 (0 = no cap)')
     size = _size(entry, fields['size']) if 'size' in fields else None
+    transport = fields.get('transport', '')
+    if transport and transport not in TRANSPORTS:
+        raise ValueError(f'cameras entry {entry!r}: transport={transport!r} is not one of '
+                         f'{list(TRANSPORTS)}')
     return CameraSpec(ns.rstrip('/'), fields['image'], fields['camera_info'], ns.rstrip('/'),
-                      size, priority, rate)
+                      size, priority, rate, transport)
 
 
 def parse_cameras(entries) -> list[CameraSpec]:

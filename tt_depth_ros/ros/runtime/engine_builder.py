@@ -40,7 +40,8 @@ def _plugin_engine(plugin: str, plugin_args: str, cancel: CancelToken, logger) -
 
 
 def build_node_engine(p, logger, cancel: CancelToken,
-                      num_views: int | None = None, ttnn_command_queues: int = 1) -> Engine:
+                      num_views: int | None = None, ttnn_command_queues: int = 1,
+                      max_shapes: int | None = None) -> Engine:
     """The engine a node's parameters `p` ask for; `cancel` stops the build at its next step.
 
     Args:
@@ -53,6 +54,8 @@ def build_node_engine(p, logger, cancel: CancelToken,
             not passed to a plugin.
         ttnn_command_queues: 2 for a throughput-bound caller (the batch tools) on ttnn: frames
             then pipeline (Engine.pipelines); other backends have one queue and ignore it.
+        max_shapes: ttnn: input shapes kept traced at once (None: the engine's default); a
+            node serving several cameras passes their distinct sizes.
     """
     if p.engine_plugin:
         return _plugin_engine(p.engine_plugin, p.engine_plugin_args, cancel, logger)
@@ -62,7 +65,8 @@ def build_node_engine(p, logger, cancel: CancelToken,
                         dtype=p.torch_dtype, ttnn_dtype=p.ttnn_precision,
                         num_views=num_views, cancel=cancel,
                         onnx_provider=getattr(p, 'onnx_provider', '') or None,
-                        ttnn_command_queues=ttnn_command_queues)
+                        ttnn_command_queues=ttnn_command_queues,
+                        ttnn_max_traced_shapes=max_shapes)
 
 
 class PreparedShapes:

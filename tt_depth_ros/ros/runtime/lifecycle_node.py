@@ -50,7 +50,7 @@ from tt_depth_ros.ros.runtime.qos import qos_profile
 from tt_depth_ros.ros.runtime.rejects import RejectReporter
 from tt_depth_ros.ros.runtime.tf.tf_buffer import TfBuffer, subscribe_tf
 from tt_depth_ros.ros.runtime.tf.tf_qos import TF_QOS, TF_STATIC_QOS
-from tt_depth_ros.ros.runtime.worker import FrameWorker
+from tt_depth_ros.ros.runtime.worker import FrameStages, FrameWorker
 
 WORKER_STOP_S = 10.0   # deactivate/cleanup wait for an in-flight inference (signal shutdown: less)
 
@@ -152,6 +152,10 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Handle one frame in the worker thread."""
         raise NotImplementedError
 
+    def frame_stages(self) -> FrameStages | None:
+        """The frame work as start/finish halves (pipelining, batching); None = `process`."""
+        return None
+
     def diagnostics_extra(self) -> dict:
         """Extra key/values for /diagnostics."""
         return {}
@@ -226,7 +230,8 @@ class PerceptionLifecycleNode(LifecycleNode):
         try:
             self.inputs.restart()
             self.worker = FrameWorker(self.mailbox, self.process, self.rejects.processing_failed,
-                                      name=f'{self.get_name()}-worker')
+                                      name=f'{self.get_name()}-worker',
+                                      stages=self.frame_stages())
             self.worker.start()
             self.create_inputs()
             self.state_label = 'active'
@@ -332,9 +337,9 @@ class PerceptionLifecycleNode(LifecycleNode):
         """Own a subscription created by a subclass or helper: destroyed on deactivate."""
         return self.inputs.track(sub)
 
-    def subscribe_image(self, topic: str, callback):
-        """Subscribe Image on `topic` or CompressedImage on `topic`/compressed (input_transport)."""
-        return self.inputs.subscribe_image(topic, callback)
+    def subscribe_image(self, topic: str, callback, transport: str = ''):
+        """Image on `topic` or CompressedImage on `topic`/compressed ('' = input_transport)."""
+        return self.inputs.subscribe_image(topic, callback, transport)
 
     def subscribe_camera_info(self, topic: str, key: str):
         """Cache CameraInfos of `topic` under `key` by stamp (invalid ones cached as errors)."""

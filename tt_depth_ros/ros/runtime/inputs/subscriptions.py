@@ -50,9 +50,12 @@ class NodeInputs:
         self._subs.append(sub)
         return sub
 
-    def subscribe_image(self, topic: str, callback):
-        """Subscribe Image on `topic` or CompressedImage on `topic`/compressed (input_transport)."""
-        compressed = self._params().input_transport == 'compressed'
+    def subscribe_image(self, topic: str, callback, transport: str = ''):
+        """Subscribe Image on `topic` or CompressedImage on `topic`/compressed.
+
+        `transport` 'raw' or 'compressed' ('': the input_transport parameter).
+        """
+        compressed = (transport or self._params().input_transport) == 'compressed'
         msg_type, name = (CompressedImage, f'{topic}/compressed') if compressed else (Image, topic)
         logger = self._node.get_logger()
         sub = self._node.create_subscription(
