@@ -1,4 +1,4 @@
-"""The scale sources and filter over the oracle sequence, ROS-free (issue 37's figures).
+"""The scale sources and filter over the oracle sequence, ROS-free (the stable-scale figures).
 
 The real DA3 frame path and scale stage (pipelines/depth_scale.py) over the scale oracle
 (support/scale_oracle.py): a moving camera whose network depth is the truth times s_i

@@ -1,6 +1,6 @@
 """The scale oracle: a moving camera in the ray-cast scene, a jittering network scale, a LiDAR.
 
-Ground truth for the scale sources and filter (issue 37; pipelines/scale_filter.py), shared by
+Ground truth for the scale sources and filter (pipelines/scale_filter.py), shared by
 the engine double (support/fake_engines/scale_oracle.py, in the node's process), the tests that
 drive the node and the pipeline, and benchmarks/bench_scale_stability.py:
 
@@ -117,13 +117,16 @@ class Oracle:
         """(rgb marked with i, true planar depth: +Inf sky) of camera frame i (read-only)."""
         return _frame(self.width, self.height, i)
 
-    def scan(self, stamp_ns: int, outliers: bool = True) -> np.ndarray:
-        """(N, 3) float32 LiDAR points in the `lidar` frame for the scan at `stamp_ns`."""
-        return _scan(self, stamp_ns, outliers)
+    def scan(self, stamp_ns: int, outliers: bool = True, n_rays: int = 0) -> np.ndarray:
+        """(N, 3) float32 LiDAR points in the `lidar` frame for the scan at `stamp_ns`.
 
-    def _scan(self, stamp_ns: int, outliers: bool) -> np.ndarray:
+        `n_rays`: how many rays (0: LIDAR_FRACTION of the camera's pixels); sky gives no point.
+        """
+        return _scan(self, stamp_ns, outliers, n_rays)
+
+    def _scan(self, stamp_ns: int, outliers: bool, n_rays: int) -> np.ndarray:
         rng = np.random.default_rng([self.seed, 7, stamp_ns // 1000])
-        n = int(LIDAR_FRACTION * self.width * self.height)
+        n = n_rays or int(LIDAR_FRACTION * self.width * self.height)
         K = self.K
         u = rng.uniform(-2.0, self.width + 1.0, n)       # a little wider than the image
         v = rng.uniform(-2.0, self.height + 1.0, n)
@@ -151,8 +154,8 @@ def _frame(width: int, height: int, i: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @lru_cache(maxsize=1024)
-def _scan(oracle: Oracle, stamp_ns: int, outliers: bool) -> np.ndarray:
-    points = oracle._scan(stamp_ns, outliers)
+def _scan(oracle: Oracle, stamp_ns: int, outliers: bool, n_rays: int) -> np.ndarray:
+    points = oracle._scan(stamp_ns, outliers, n_rays)
     points.flags.writeable = False
     return points
 

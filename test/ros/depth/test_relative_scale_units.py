@@ -80,9 +80,11 @@ def _params(**params):
 
 
 @pytest.mark.parametrize('kind, params, match', [
-    ('metric', {'scale_source': 'depth'}, 'predicts metres already'),
+    ('metric', {'scale_source': 'camera_height', 'camera_height_m': 1.0}, 'predicts metres'),
+    ('metric', {'scale_source': 'temporal'}, "needs scale_filter='kalman'"),
     ('metric', {'focal_source': 'estimated'}, 'does not estimate'),
-    ('nested', {'scale_source': 'camera_height', 'camera_height_m': 1.0}, 'NESTED'),
+    ('nested', {'scale_source': 'camera_height', 'camera_height_m': 1.0}, 'predicts metres'),
+    ('anyview', {'scale_source': 'temporal', 'scale_filter': 'kalman'}, 'relative depth'),
     ('mono', {'focal_source': 'estimated'}, 'does not estimate'),
     ('anyview', {'scale_source': 'camera_height'}, 'camera_height_m > 0'),
 ])

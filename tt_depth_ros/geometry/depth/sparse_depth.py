@@ -6,13 +6,14 @@ integer coordinates (the convention of geometry/depth/depth_cloud.py and image_g
 point lands on pixel (round(u), round(v)). Points at or behind the camera (z <= `min_z_m`),
 non-finite ones and those outside the image are dropped; where several points land on one pixel
 the nearest wins (a z-buffer: a wall behind a box never shows through it). The result is sparse -
-the flat indices of the pixels hit, in increasing order, and their depth - so the fits that
-follow touch only those pixels.
+the flat indices of the pixels hit, each once, and their depth - so the fits that follow touch
+only those pixels (the per-frame cost: benchmarks/bench_scale_stability.py).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import cv2
 import numpy as np
 
 MIN_Z_M = 1e-3
@@ -20,10 +21,10 @@ MIN_Z_M = 1e-3
 
 
 class SparseDepth(NamedTuple):
-    """Depth on some pixels of an (h, w) grid.
+    """Depth on some pixels of an (h, w) grid, each pixel once.
 
     Attributes:
-        index: (M,) int64 flat pixel indices (v * w + u), strictly increasing.
+        index: (M,) int64 flat pixel indices (v * w + u), in no particular order.
         depth: (M,) float32 planar depth of the nearest point on each of those pixels.
         shape: (h, w) of the grid.
     """
@@ -40,21 +41,27 @@ class SparseDepth(NamedTuple):
 
 
 def transform_points(points: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """(N, 3) float32 points of frame b in frame a, for T = T_a_b (4x4)."""
-    points = np.asarray(points, dtype=np.float32)
+    """(N, 3) float32 points of frame b in frame a, for T = T_a_b (4x4).
+
+    cv2.transform: one vectorised pass (numpy's matmul is slow with an inner size of 3).
+    """
+    points = np.ascontiguousarray(points, dtype=np.float32)
     if points.ndim != 2 or points.shape[1] != 3:
         raise ValueError(f'points must be (N, 3), got {points.shape}')
     T = np.asarray(T, dtype=np.float64)
     if T.shape != (4, 4):
         raise ValueError(f'T must be 4x4, got {T.shape}')
-    out = points @ T[:3, :3].T.astype(np.float32)
-    out += T[:3, 3].astype(np.float32)
-    return out
+    if not len(points):
+        return points.copy()
+    return cv2.transform(points.reshape(-1, 1, 3), T[:3]).reshape(-1, 3)
 
 
 def project_points(points_cam: np.ndarray, K: np.ndarray, shape: tuple[int, int],
                    min_z_m: float = MIN_Z_M) -> SparseDepth:
     """Nearest planar depth per pixel of the points in the camera's optical frame.
+
+    The z-buffer is one `np.minimum.at` into a grid; the winners are read back at the points'
+    own pixels (never a scan of the whole grid), one per pixel.
 
     Args:
         points_cam: (N, 3) points in the optical frame (z forward), metres.
@@ -69,22 +76,27 @@ def project_points(points_cam: np.ndarray, K: np.ndarray, shape: tuple[int, int]
     if K.shape != (3, 3) or not (K[0, 0] > 0 and K[1, 1] > 0):
         raise ValueError(f'K must be 3x3 with positive fx, fy; got {K.tolist()}')
     h, w = int(shape[0]), int(shape[1])
-    z = pts[:, 2]
-    front = z > np.float32(min_z_m)            # NaN compares False: dropped with the rest
-    pts, z = pts[front], z[front]
-    inv_z = np.float32(1.0) / z
-    u = (np.float32(K[0, 0]) * pts[:, 0] + np.float32(K[0, 1]) * pts[:, 1]) * inv_z
-    u += np.float32(K[0, 2] + 0.5)
-    v = np.float32(K[1, 1]) * pts[:, 1] * inv_z
-    v += np.float32(K[1, 2] + 0.5)
-    inside = (u >= 0) & (u < w) & (v >= 0) & (v < h)   # floor(x + 0.5) = round, half up
-    ui = u[inside].astype(np.int64)
-    vi = v[inside].astype(np.int64)
-    flat = vi * w + ui
-    zbuf = np.full(h * w, np.inf, np.float32)
-    np.minimum.at(zbuf, flat, z[inside])
-    hit = np.flatnonzero(zbuf < np.inf)
-    return SparseDepth(hit, zbuf[hit], (h, w))
+    x, y, z = np.ascontiguousarray(pts.T)   # contiguous planes: strided columns are slow
+    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+        inv_z = np.float32(1.0) / z
+        u = (np.float32(K[0, 0]) * x + np.float32(K[0, 1]) * y) * inv_z
+        u += np.float32(K[0, 2] + 0.5)
+        v = np.float32(K[1, 1]) * y * inv_z
+        v += np.float32(K[1, 2] + 0.5)
+        # floor(x + 0.5) rounds to the nearest pixel centre; NaN fails every comparison
+        ok = (z > np.float32(min_z_m)) & (u >= 0) & (u < w) & (v >= 0) & (v < h)
+        flat = v.astype(np.int64)
+        flat *= w
+        flat += u.astype(np.int64)          # garbage where not ok (NaN, outside): dropped next
+    flat, z = flat[ok], z[ok]
+    # z-buffer on a key unique per point: a positive float32's bits order like the float, the
+    # point's position breaks ties, so each pixel has exactly one winner
+    key = z.view(np.int32).astype(np.int64) << 32
+    key |= np.arange(z.size, dtype=np.int64)
+    zbuf = np.full(h * w, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(zbuf, flat, key)
+    win = zbuf[flat] == key
+    return SparseDepth(flat[win], z[win], (h, w))
 
 
 def grid_points(depth: np.ndarray, K: np.ndarray, step: int = 1) -> np.ndarray:

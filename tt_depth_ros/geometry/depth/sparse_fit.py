@@ -67,12 +67,19 @@ def gated_ratio_scale(reference: np.ndarray, depth: np.ndarray, *, min_support: 
         gate_mads: the outlier gate in scaled MADs.
         source: the label of the result ('cloud', 'depth', 'temporal').
     """
-    reference, depth = _valid_pairs(reference, depth)
-    n = reference.size
+    reference = np.asarray(reference).reshape(-1)
+    depth = np.asarray(depth).reshape(-1)
+    if reference.shape != depth.shape:
+        raise ValueError(f'reference {reference.shape} and depth {depth.shape} must pair up '
+                         'pixel by pixel')
+    with np.errstate(divide='ignore', invalid='ignore'):
+        ratio = (reference / depth).astype(np.float32, copy=False)
+    # finite and positive exactly when both are (an Inf or NaN, a 0 or a sign gives none)
+    ratio = ratio[(ratio > 0) & (ratio < np.inf)]
+    n = ratio.size
     if n < max(1, min_support):
         return ScaleResult(source, None, f'only {n} pixels with a reference depth '
                            f'(< {min_support})', n)
-    ratio = (reference / depth).astype(np.float32, copy=False)
     centre = median(ratio)
     keep = _gate(ratio, centre, gate_mads, REL_FLOOR * centre)
     inliers = ratio[keep]

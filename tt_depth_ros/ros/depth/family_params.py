@@ -1,13 +1,15 @@
 """Depth-node parameters for the DA3 models beyond the metric ones (ros/depth/kind_rules.py).
 
-Appended to the depth node's table (ros/depth/node.py); `config/depth.yaml` mirrors the defaults.
+Appended to the depth node's table (ros/depth/node.py), with the scale's sources and filter
+(ros/depth/scale_params.py); `config/depth.yaml` mirrors the defaults.
 """
 from __future__ import annotations
 
+from tt_depth_ros.ros.depth.scale_params import CLOUD_TOPIC, SCALE_PARAMS, SCALE_TOPIC
 from tt_depth_ros.ros.runtime.params import ParamSpec
 
 FOCAL_SOURCES = ('auto', 'camera_info', 'estimated')
-RELATIVE_SCALE_SOURCES = ('none', 'depth', 'camera_height')
+SCALE_SOURCES = ('none', 'depth', 'camera_height', 'cloud', 'temporal')
 
 FAMILY_DEPTH_PARAMS = (
     ParamSpec('focal_source', 'auto', "Intrinsics of models that estimate a camera (any-view, "
@@ -15,16 +17,21 @@ FAMILY_DEPTH_PARAMS = (
               "estimate; 'camera_info' = CameraInfo only (camera_info_mode applies); 'estimated' "
               '= always the estimate (published on camera_info_estimated either way).',
               choices=FOCAL_SOURCES, runtime=True),
-    ParamSpec('scale_source', 'none', "Relative-depth models only; depth_relative/"
-              "points_relative (model units) go out every frame. 'none' publishes nothing on "
-              "depth; 'depth' adds depth/points in metres, scaled by the median ratio to a metric "
-              "image on 'metric_depth' with the same stamp; 'camera_height' scaled by fitting the "
-              "ground plane (camera_height_m).",
-              choices=RELATIVE_SCALE_SOURCES),
+    ParamSpec('scale_source', 'none', "Where the metric scale comes from (README 'Stable metric "
+              "scale'). Relative models publish depth_relative/points_relative every frame and "
+              "depth/points in metres on frames with a scale; metric models' metres are refined "
+              "by it. 'none': relative models publish nothing on depth, metric ones the "
+              "network's metres; 'depth': median ratio to a metric image on 'metric_depth' "
+              "with the same stamp; 'camera_height' (relative): the ground plane "
+              f"(camera_height_m); 'cloud': a LiDAR PointCloud2 on '{CLOUD_TOPIC}' (TF to the "
+              "image's frame); 'temporal' (metric, scale_filter kalman): the previous frame "
+              f"moved with the camera (scale_fixed_frame). Each frame's scale on {SCALE_TOPIC}.",
+              choices=SCALE_SOURCES),
     ParamSpec('metric_depth_wait_s', 0.5, "scale_source=depth: how long the worker waits for "
               'the metric depth image with the frame stamp, seconds.', float_range=(0.0, 10.0),
               runtime=True),
-    ParamSpec('min_scale_support', 20, 'scale_source=depth: fewest valid pixels for a scale.',
+    ParamSpec('min_scale_support', 20, 'scale_source depth / cloud / temporal: fewest valid '
+              'pixels for a scale.',
               int_range=(1, 1 << 24), runtime=True),
     ParamSpec('camera_height_m', 0.0, 'scale_source=camera_height: height of the optical centre '
               'above the flat ground, metres (> 0).', float_range=(0.0, 1e3), runtime=True),
@@ -43,4 +50,4 @@ FAMILY_DEPTH_PARAMS = (
     ParamSpec('min_confidence', 0.0, 'Models with a confidence map: points (and the scale fit) '
               'drop pixels whose confidence is below this; 0 keeps all (any-view confidence '
               'is >= 1).', float_range=(0.0, 1e6), runtime=True),
-)
+) + SCALE_PARAMS

@@ -10,6 +10,9 @@ import threading
 
 from tt_depth_ros.pipelines.depth_scale import ScaledDepth
 
+OPTIONAL = ('scale_reason', 'scale_sigma', 'scale_shift', 'cloud_pixels', 'camera_height_m')
+"""Figures only some frames have: never shown beside a later frame's scale."""
+
 
 class DepthFigures:
     """Thread-safe last-frame figures and the scale failure count of one configured node."""
@@ -24,10 +27,15 @@ class DepthFigures:
             self._values = {'scale_failures': 0}
 
     def record(self, scaled: ScaledDepth) -> None:
-        """This frame's figures (pipelines/depth_scale.py) and, without a scale, the failure."""
+        """This frame's figures (pipelines/depth_scale.py) and, without a scale, the failure.
+
+        A frame's optional figures (a scale's reason, a ground fit) leave with it.
+        """
         with self._lock:
+            for key in OPTIONAL:
+                self._values.pop(key, None)
             self._values.update(scaled.figures)
-            if scaled.scale_failed:
+            if scaled.unscaled:
                 self._values['scale_failures'] += 1
                 self._values['last_scale_failure'] = scaled.scale.reason
 

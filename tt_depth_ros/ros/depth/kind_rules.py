@@ -12,16 +12,23 @@ NO_INFO_ESTIMATES = "using the model's estimated intrinsics"
 NO_INFO_RELATIVE = 'using the default focal; the point geometry is approximate'
 
 
+METRIC_SCALE_SOURCES = ('none', 'depth', 'cloud', 'temporal')
+"""What may refine a metric model's metres (camera_height is for relative models)."""
+RELATIVE_SCALE_SOURCES = ('none', 'depth', 'camera_height', 'cloud')
+"""What may scale a relative model ('temporal' holds a metric scale; it has none to hold)."""
+
+
 def check_kind_params(p, kind: ModelKind) -> None:
     """Raise ValueError for depth node values `p` that a model of `kind` cannot honour."""
     model = p.model
-    if kind is ModelKind.METRIC:
-        if p.scale_source != 'none':
-            raise ValueError(f"scale_source={p.scale_source!r} is for relative-depth "
-                             f'models; {model!r} predicts metres already (use none)')
-    if kind is ModelKind.NESTED and p.scale_source != 'none':
-        raise ValueError(f"scale_source={p.scale_source!r}: {model!r} predicts metres "
-                         '(NESTED); use none')
+    allowed = METRIC_SCALE_SOURCES if kind.is_metric else RELATIVE_SCALE_SOURCES
+    if p.scale_source not in allowed:
+        what = 'predicts metres' if kind.is_metric else 'predicts relative depth'
+        raise ValueError(f'scale_source={p.scale_source!r}: {model!r} {what}; use one of '
+                         f'{list(allowed)}')
+    if p.scale_source == 'temporal' and p.scale_filter != 'kalman':
+        raise ValueError("scale_source='temporal' needs scale_filter='kalman' (each frame's "
+                         'ratio to the previous one alone would drift)')
     if not kind.estimates_intrinsics and p.focal_source == 'estimated':
         raise ValueError(f"focal_source='estimated': {model!r} does not estimate intrinsics "
                          '(any-view and NESTED models do)')

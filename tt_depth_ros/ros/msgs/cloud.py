@@ -110,3 +110,46 @@ def depth_cloud_msg(depth: np.ndarray, K: np.ndarray, header, rgb: np.ndarray | 
     if rgb is not None:
         planes.append(pack_rgb(rgb[::decimation, ::decimation]))
     return _interleaved_msg(planes, header, buffer)
+
+
+_XYZ_TYPES = {PointField.FLOAT32: 'f4', PointField.FLOAT64: 'f8'}
+
+
+def cloud_xyz(msg: PointCloud2) -> np.ndarray:
+    """(N, 3) float32 x, y, z of any PointCloud2 (organized or not), non-finite points dropped.
+
+    Reads the x, y, z fields at their offsets through one view of the data (no per-point
+    Python), any point_step and row padding, either byte order; a LiDAR driver's intensity,
+    ring or time fields are skipped.
+
+    Raises:
+        ValueError: no FLOAT32 / FLOAT64 x, y and z fields, or data shorter than the layout.
+    """
+    fields = {f.name: f for f in msg.fields}
+    missing = [n for n in 'xyz' if n not in fields or fields[n].datatype not in _XYZ_TYPES]
+    if missing:
+        raise ValueError(f'PointCloud2 needs FLOAT32/FLOAT64 x, y, z fields; {missing} missing or '
+                         f'of another type (fields: {[f.name for f in msg.fields]})')
+    order = '>' if msg.is_bigendian else '<'
+    rows, width, step = msg.height, msg.width, msg.point_step
+    data = np.frombuffer(msg.data, np.uint8) if len(msg.data) else np.zeros(0, np.uint8)
+    if data.size < rows * msg.row_step or msg.row_step < width * step:
+        raise ValueError(f'PointCloud2 data is {data.size} bytes; {rows} rows of row_step '
+                         f'{msg.row_step} (width {width} x point_step {step}) need more')
+    points = np.ascontiguousarray(
+        data[:rows * msg.row_step].reshape(rows, msg.row_step)[:, :width * step]).reshape(-1)
+    offsets = [fields[n].offset for n in 'xyz']
+    f32 = all(fields[n].datatype == PointField.FLOAT32 for n in 'xyz')
+    if f32 and step % 4 == 0 and all(o % 4 == 0 for o in offsets):
+        # the usual layout: the points as rows of float32 words, x, y, z picked in one gather
+        words = points.view(order + 'f4').reshape(-1, step // 4)
+        xyz = words[:, [o // 4 for o in offsets]].astype(np.float32)
+    else:
+        dtype = np.dtype({'names': list('xyz'),
+                          'formats': [order + _XYZ_TYPES[fields[n].datatype] for n in 'xyz'],
+                          'offsets': offsets, 'itemsize': step})
+        pts = points.view(dtype)
+        xyz = np.empty((pts.size, 3), np.float32)
+        for i, n in enumerate('xyz'):
+            xyz[:, i] = pts[n]
+    return xyz[np.isfinite(xyz).all(axis=1)]

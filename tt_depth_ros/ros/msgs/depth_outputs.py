@@ -20,12 +20,18 @@ What each kind publishes (all with the input header; sizes follow `output_resolu
 * NESTED: metric `depth`, `depth/camera_info`, `points`.
 * any-view and NESTED also: `confidence` (32FC1, >= 1) and `camera_info_estimated` (the model's
   intrinsics on the published grid).
+* every kind with a `scale_source`: `depth/scale`, a geometry_msgs/Vector3Stamped per frame -
+  x the scale applied (NaN: none), y its 1-sigma (relative), z the state code (0 unscaled,
+  1 measured, 2 predicted, 3 reset: pipelines/scale_filter.py). A metric model's `depth` is
+  its metres refined by that scale.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Iterator
 
 import numpy as np
+from geometry_msgs.msg import Vector3, Vector3Stamped
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from tt_depth_ros.geometry.depth.colorize import colorize_depth
@@ -41,6 +47,7 @@ POINTS, COLORIZED = 'points', 'depth/colorized'
 DEPTH_RELATIVE, INFO_RELATIVE = 'depth_relative', 'depth_relative/camera_info'
 POINTS_RELATIVE = 'points_relative'
 CONFIDENCE, INFO_ESTIMATED = 'confidence', 'camera_info_estimated'
+SCALE = 'depth/scale'
 
 
 def depth_topics(p, kind: ModelKind) -> dict[str, type]:
@@ -48,12 +55,13 @@ def depth_topics(p, kind: ModelKind) -> dict[str, type]:
 
     Every topic that a runtime parameter may switch on is advertised (points, colorized).
     """
+    scale = {SCALE: Vector3Stamped} if p.scale_source != 'none' else {}
     if kind is ModelKind.METRIC:
         topics = {DEPTH: Image}
         if p.compressed_depth:
             topics[COMPRESSED] = CompressedImage
-        return {**topics, INFO: CameraInfo, POINTS: PointCloud2, COLORIZED: Image}
-    topics = {COLORIZED: Image}
+        return {**topics, INFO: CameraInfo, POINTS: PointCloud2, COLORIZED: Image, **scale}
+    topics = {COLORIZED: Image, **scale}
     if kind.is_relative_depth:
         topics.update({DEPTH_RELATIVE: Image, INFO_RELATIVE: CameraInfo,
                        POINTS_RELATIVE: PointCloud2})
@@ -99,7 +107,11 @@ def depth_output_msgs(p, header, scaled: ScaledDepth,
         cloud_buffer: reuse its memory for the metric model's cloud (send it before the next).
     """
     if scaled.kind is ModelKind.METRIC:
-        yield from metric_output_msgs(p, header, scaled.frame, listening, cloud_buffer)
+        frame = scaled.frame
+        if scaled.metric is not frame.depth:       # refined by its scale source
+            frame = replace(frame, depth=scaled.metric)
+        yield from metric_output_msgs(p, header, frame, listening, cloud_buffer)
+        yield from _scale_msg(header, scaled)
         return
     frame = scaled.frame
     K, tx = frame.K, frame.tx
@@ -126,6 +138,15 @@ def depth_output_msgs(p, header, scaled: ScaledDepth,
         shown = metric if metric is not None else scaled.relative
         preview = colorize_depth(shown, None, p.colorized_max_m or None)
         yield COLORIZED, rgb_image_msg(preview, header)
+    yield from _scale_msg(header, scaled)
+
+
+def _scale_msg(header, scaled: ScaledDepth) -> Iterator[tuple[str, object]]:
+    """The frame's depth/scale message when it has a scale source (module docstring)."""
+    values = scaled.scale_message_values()
+    if values is not None:
+        x, y, z = values
+        yield SCALE, Vector3Stamped(header=header, vector=Vector3(x=x, y=y, z=z))
 
 
 def metric_output_msgs(p, header, frame, listening: Callable[[str], bool] = lambda t: True,

@@ -1,0 +1,194 @@
+"""Stable metric scale: the scale stage's per-frame cost, and the README's raw-vs-filtered plot.
+
+Cost (target: <= 1 ms per 640x480 frame with a 30k-point LiDAR scan, docs/design.md §4): the
+depth node's own per-frame scale work, in-process and ROS-free where the node is: the scan's
+conversion (PointCloud2 -> points, once per scan, on the executor), the side inputs (nearest
+scan, two TF lookups with time travel: ros/depth/scale_inputs.py) and the scale stage
+(projection + z-buffer, gated fit, Kalman filter, the scale applied: pipelines/depth_scale.py),
+for a metric model with scale_source cloud and, without a sensor, temporal. Medians and p95
+over the frames, printed, never asserted.
+
+Stability: the scale oracle of the tests (test/support/scale_oracle.py: the network's depth is
+the truth times s_i, 10 % log-normal jitter and a x2 step; a LiDAR at 12.5 Hz against the
+camera's 10 Hz, 2 % range noise, 5 % gross outliers) through the real frame path and scale
+stage: the published scale error per frame, raw (the network) against cloud + kalman and
+temporal + kalman, printed and drawn into docs/images/stable_scale.png (the README section
+"Stable metric scale").
+
+    PYTHONPATH=test .venv/bin/python -m benchmarks.bench_scale_stability [--frames N] [--plot P]
+
+(test/ on PYTHONPATH: the oracle and its engine double are the tests' support modules.)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import require_test_helpers
+
+require_test_helpers('bench_scale_stability')
+
+from std_msgs.msg import Header  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from support import scale_oracle as so  # noqa: E402
+from tt_depth_ros.models.kind import ModelKind  # noqa: E402
+from tt_depth_ros.pipelines.depth import DepthFrame  # noqa: E402
+from tt_depth_ros.pipelines.depth_scale import ScaleState, scale_depth_frame  # noqa: E402
+from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings  # noqa: E402
+from tt_depth_ros.pipelines.scale_filter import ScaleFilterSettings  # noqa: E402
+from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs  # noqa: E402
+from tt_depth_ros.ros.msgs.cloud import pointcloud2_msg  # noqa: E402
+from tt_depth_ros.ros.msgs.pose import transform_stamped_msg  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PLOT = ROOT / 'docs' / 'images' / 'stable_scale.png'
+CLOUD_POINTS = 30_000
+CLOUD = RelativeScaleSettings('cloud', filter=ScaleFilterSettings('kalman'))
+TEMPORAL = RelativeScaleSettings('temporal', filter=ScaleFilterSettings(
+    'kalman', process_noise=0.01, model_sigma=0.1))
+
+
+def _header(frame: str, stamp_ns: int) -> Header:
+    h = Header(frame_id=frame)
+    h.stamp.sec, h.stamp.nanosec = divmod(stamp_ns, 10**9)
+    return h
+
+
+def _stats(ms: list[float]) -> str:
+    a = np.asarray(ms)
+    return f'median {np.median(a):6.3f} ms  p95 {np.percentile(a, 95):6.3f} ms'
+
+
+def cost(frames: int) -> None:
+    """Per-frame cost of the scale work at 640x480 with a 30k-point scan (module docstring)."""
+    oracle = so.Oracle(640, 480, seed=1)
+    rgb, true = oracle.frame(0)
+    depth = (true * np.float32(1.07)).astype(np.float32)
+    K = oracle.K
+    frame = DepthFrame(depth=depth, K=K, tx=0.0, image=rgb, conf=None, K_estimated=None,
+                       K_network=K, intrinsics_source='camera_info', focal_used_px=K[0, 0],
+                       focal_estimated_px=None, raw_depth=depth, sky_score=None, timings={})
+    side = ScaleSideInputs()
+    t0 = so.frame_stamp(0)
+    side.tf.add_msg(TFMessage(transforms=[
+        transform_stamped_msg(so.T_BASE_OPTICAL, _header('', 0).stamp, so.BASE, so.OPTICAL),
+        transform_stamped_msg(so.T_BASE_LIDAR, _header('', 0).stamp, so.BASE, so.LIDAR)]), True)
+    for k in range(-2, frames + 2):          # 10 Hz odometry around every frame
+        t = t0 + k * 10**8
+        side.tf.add(so.ODOM, so.BASE, so.T_odom_base(so.seconds(t)), t)
+    points = oracle.scan(t0, n_rays=int(CLOUD_POINTS * 1.25))   # ~20 % of the rays are sky
+    points = np.resize(points, (CLOUD_POINTS, 3))
+    params = type('P', (), dict(
+        scale_source='cloud', metric_cloud_tolerance_s=0.05, metric_cloud_wait_s=0.0,
+        scale_fixed_frame=so.ODOM, metric_depth_wait_s=0.0, camera_height_frame=''))
+    state = ScaleState()
+    convert, gather, stage = [], [], []
+    for i in range(frames):
+        t = t0 + i * 10**8
+        msg = pointcloud2_msg(points.reshape(1, -1, 3), None, _header(so.LIDAR, t - 10**7))
+        a = time.perf_counter()
+        side.clouds.put(msg)
+        b = time.perf_counter()
+        inputs = side.for_frame(params, _header(so.OPTICAL, t))
+        c = time.perf_counter()
+        scaled = scale_depth_frame(ModelKind.METRIC, frame, CLOUD, 0.0, 0.0, inputs, state)
+        d = time.perf_counter()
+        convert.append(1e3 * (b - a))
+        gather.append(1e3 * (c - b))
+        stage.append(1e3 * (d - c))
+    assert scaled.filtered.value is not None, scaled.figures
+    print(f'cloud, 640x480, {CLOUD_POINTS} points, {scaled.figures["cloud_pixels"]} pixels hit, '
+          f'{frames} frames:')
+    print(f'  scan conversion (executor, per scan) {_stats(convert)}')
+    print(f'  side inputs (scan, TF time travel)   {_stats(gather)}')
+    print(f'  scale stage (project, fit, filter)   {_stats(stage)}')
+    print(f'  worker per frame                     {_stats(np.add(gather, stage))}')
+    params.scale_source = 'temporal'
+    state = ScaleState()
+    temporal = []
+    for i in range(frames):
+        t = t0 + i * 10**8
+        a = time.perf_counter()
+        inputs = side.for_frame(params, _header(so.OPTICAL, t))
+        scale_depth_frame(ModelKind.METRIC, frame, TEMPORAL, 0.0, 0.0, inputs, state)
+        temporal.append(1e3 * (time.perf_counter() - a))
+    print(f'temporal, 640x480, worker per frame    {_stats(temporal)}')
+
+
+def stability(frames: int, plot: Path | None) -> None:
+    """The oracle sequence raw vs filtered (module docstring); the plot when `plot` is set."""
+    step = frames // 2
+    oracle = so.Oracle(112, 84, seed=1, step_at=step)
+    runs = {'cloud, no filter': so.run_sequence('metric', oracle, frames,
+                                                RelativeScaleSettings('cloud')),
+            'cloud + kalman': so.run_sequence('metric', oracle, frames, CLOUD),
+            'temporal + kalman (no sensor, no step)': so.run_sequence(
+                'metric', so.Oracle(112, 84, seed=1), frames, TEMPORAL)}
+    first = int(so.CAMERA_HZ)                 # after the first second, without the step's resets
+    segments = [(first, step), (step + 3, frames)]
+
+    def jitter(err, segs):
+        return float(np.std(np.concatenate([np.diff(np.log(err[a:b])) for a, b in segs])))
+
+    raw = runs['cloud + kalman'].raw
+    print(f'\nstability, oracle 112x84, {frames} frames at {so.CAMERA_HZ:g} Hz, x2 step at '
+          f'frame {step}: frame-to-frame log-scale jitter, median |error|')
+    print(f'  network (raw)                           jitter {jitter(raw, segments):.4f}')
+    for name, r in runs.items():
+        segs = [(first, frames)] if name.startswith('temporal') else segments
+        err = r.error
+        print(f'  {name:40s} jitter {jitter(err, segs):.4f}  (raw {jitter(r.raw, segs):.4f})'
+              f'  median |error| {np.nanmedian(np.abs(err[first:] - 1)):.4f}'
+              f'  end error {err[-1] - 1:+.4f}')
+    if plot is not None:
+        _plot(runs, plot, step)
+
+
+def _plot(runs: dict, path: Path, step: int) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 1, figsize=(8, 4.6), sharex=True)
+    t = np.arange(len(runs['cloud + kalman'].raw)) / so.CAMERA_HZ
+    top, bottom = axes
+    top.plot(t, runs['cloud + kalman'].raw, color='0.65', lw=1, label='network (raw)')
+    top.plot(t, runs['cloud + kalman'].error, color='tab:blue', lw=1.6,
+             label='scale_source cloud + kalman')
+    top.axvline(step / so.CAMERA_HZ, color='0.8', ls=':', lw=1)
+    top.set_ylabel('depth / true')
+    top.legend(loc='upper left', fontsize=8, frameon=False)
+    temporal = runs['temporal + kalman (no sensor, no step)']
+    bottom.plot(t, temporal.raw, color='0.65', lw=1, label='network (raw)')
+    bottom.plot(t, temporal.error, color='tab:orange', lw=1.6,
+                label='scale_source temporal + kalman (odometry only)')
+    bottom.set_ylabel('depth / true')
+    bottom.set_xlabel('time (s), oracle sequence at 10 Hz')
+    bottom.legend(loc='upper left', fontsize=8, frameon=False)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    print(f'\nplot: {path}')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--frames', type=int, default=200, help='frames of each run')
+    parser.add_argument('--plot', type=Path, default=PLOT, help='PNG to write')
+    parser.add_argument('--no-plot', action='store_true', help='print only')
+    args = parser.parse_args()
+    print(f'cpus available {len(os.sched_getaffinity(0))}, load average '
+          f'{os.getloadavg()[0]:.1f}')
+    cost(args.frames)
+    stability(args.frames, None if args.no_plot else args.plot)
+
+
+if __name__ == '__main__':
+    main()
