@@ -11,7 +11,6 @@ from __future__ import annotations
 from tt_depth_ros.geometry.depth.metric_depth import SKY_MODES
 from tt_depth_ros.models.da3.config import SKY_THRESHOLD
 from tt_depth_ros.pipelines.depth import FrameOptions
-from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
 from tt_depth_ros.ros.depth.cameras_param import parse_cameras
 from tt_depth_ros.ros.depth.compressed_params import COMPRESSED_DEPTH_PARAMS
 from tt_depth_ros.ros.depth.family_params import FAMILY_DEPTH_PARAMS
@@ -101,13 +100,6 @@ def depth_frame_options(p: DepthParams, is_metric: bool) -> FrameOptions:
                         sky_mode=p.sky_mode, sky_threshold=p.sky_threshold,
                         max_depth_m=(p.max_depth_m or None) if is_metric else None,
                         output=p.output_resolution, nested_focal_rescale=True)
-
-
-def relative_scale_settings(p: DepthParams) -> RelativeScaleSettings:
-    """The relative kinds' scale source and options from depth node values `p`."""
-    return RelativeScaleSettings(p.scale_source, p.min_scale_support, p.camera_height_m,
-                                 p.ground_max_tilt_deg, p.ground_tolerance,
-                                 p.ground_min_inlier_ratio)
 
 
 def params_markdown() -> str:
