@@ -26,8 +26,7 @@ PARAMETER_ARGS = ('model', 'weights_path', 'backend', 'device_id', 'input_transp
 
 
 def _node(context):
-    from tt_depth_ros.ros.depth.node import DEPTH_PARAMS
-    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.depth.params import DEPTH_NODE_PARAMS
     from tt_depth_ros.ros.runtime.process.launch_overrides import (
         given_overrides,
         spec_types,
@@ -38,7 +37,7 @@ def _node(context):
     def get(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
-    types = {**spec_types(COMMON_PARAMS, DEPTH_PARAMS), 'use_sim_time': bool}
+    types = {**spec_types(DEPTH_NODE_PARAMS), 'use_sim_time': bool}
     overrides = given_overrides({name: get(name) for name in PARAMETER_ARGS}, types)
     params = [get('config')] + ([write_params_file(overrides)] if overrides else [])
     image = get('image_topic')

@@ -30,7 +30,7 @@ def _under(base: str, topic: str) -> str:
 
 def _node(context):
     from tt_depth_ros.ros.pair.params import PAIR_PARAMS
-    from tt_depth_ros.ros.runtime.lifecycle_node import COMMON_PARAMS
+    from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
     from tt_depth_ros.ros.runtime.process.launch_overrides import (
         given_overrides,
         spec_types,

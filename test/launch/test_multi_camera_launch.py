@@ -1,9 +1,12 @@
-"""`ros2 launch tt_depth_ros multi_camera.launch.py` with two cameras (da3metric-tiny, rule-v1).
+"""`ros2 launch tt_depth_ros multi_camera.launch.py` (da3metric-tiny, rule-v1).
 
-Two nodes in their cameras' namespaces reach active; per-camera arguments (weights_path, one per
-camera) and shared ones (backends, device_ids, model, use_sim_time: one for all) reach each node;
-the config file's values hold where nothing is given; each camera's frame comes out under its own
-namespace; Ctrl-C ends launch and both nodes with exit 0.
+One weights file per camera (share_engine left out: false): two nodes in their cameras' namespaces
+reach active; per-camera arguments (weights_path, one per camera) and shared ones (backends,
+device_ids, model, use_sim_time: one for all) reach each node; the config file's values hold where
+nothing is given; each camera's frame comes out under its own namespace; Ctrl-C ends launch and
+both nodes with exit 0. The same weights for three cameras (share_engine left out: true): ONE node
+lists them in `cameras`, each camera's frame comes out under its own namespace only, and Ctrl-C
+ends launch and the one node with exit 0.
 """
 import shutil
 import time
@@ -95,3 +98,61 @@ def test_ctrl_c_ends_launch_and_both_nodes_with_exit_0(launched):
     for cam in CAMERAS:
         wait_state(probe, f'{cam}/depth_node', 'active', run=run)
     assert_clean_ctrl_c(run, nodes=2)
+
+
+SHARED = ('/s1', '/s2', '/s3')
+
+
+@pytest.fixture(scope='module')
+def launched_shared(launch_env, tmp_path_factory, tiny_weights):
+    config = config_with(ROOT / 'config' / 'depth.yaml',
+                         tmp_path_factory.mktemp('cfg') / 'multi_shared.yaml',
+                         process_res=112, expected_width=W, expected_height=H)
+    probe = RosProbe('launch_shared_probe')
+    run = LaunchRun(launch_env, 'multi_camera.launch.py', {
+        'cameras': ','.join(SHARED), 'config': str(config), 'node_namespace': '/shared',
+        'model': 'da3metric-tiny', 'backends': 'torch-cpu',
+        'weights_path': str(tiny_weights['da3metric-tiny'])}, name='launch-shared')
+    try:
+        yield run, probe
+    finally:
+        run.close()
+        probe.close()
+
+
+def test_one_node_serves_every_camera_in_its_namespace(launched_shared):
+    run, probe = launched_shared
+    wait_state(probe, '/shared/depth_node', 'active', run=run)
+    got = get_params(probe, '/shared/depth_node', ['cameras', 'backend'])
+    assert got == {'cameras': [f'image={c}/image_raw,camera_info={c}/camera_info,ns={c}'
+                               for c in SHARED], 'backend': 'torch-cpu'}, run.log()
+    pubs = {}
+    for cam in SHARED:
+        probe.subscribe(Image, f'{cam}/depth', RELIABLE)
+        pubs[cam] = (probe.publisher(Image, f'{cam}/image_raw'),
+                     probe.publisher(CameraInfo, f'{cam}/camera_info'))
+        for pub in pubs[cam]:
+            probe.wait_matched(pub)
+
+    def every():
+        for i, cam in enumerate(SHARED):
+            header = Header(frame_id=f'{cam[1:]}_optical')
+            header.stamp.sec = 40 + i
+            rgb = np.full((H, W, 3), 60 * (i + 1), np.uint8)
+            pubs[cam][1].publish(camera_info_for(K, W, H, header))
+            pubs[cam][0].publish(rgb_image_msg(rgb, header))
+        time.sleep(0.2)
+        return all(any(m.header.stamp.sec == 40 + i for m in probe.got(f'{cam}/depth'))
+                   for i, cam in enumerate(SHARED))
+
+    wait_for(every, 60, what='depth from every camera of the one node')
+    for i, cam in enumerate(SHARED):   # never another camera's frame
+        assert {(m.header.frame_id, m.header.stamp.sec) for m in probe.got(f'{cam}/depth')} \
+            == {(f'{cam[1:]}_optical', 40 + i)}
+    assert run.log().count('engine built') == 1, run.log()
+
+
+def test_ctrl_c_ends_launch_and_the_shared_node_with_exit_0(launched_shared):
+    run, probe = launched_shared
+    wait_state(probe, '/shared/depth_node', 'active', run=run)
+    assert_clean_ctrl_c(run, nodes=1)

@@ -53,6 +53,8 @@ def yaml_scalar(value) -> str:
         return text if any(c in text for c in '.en') else text + '.0'
     if isinstance(value, str):
         return json.dumps(value)         # double-quoted: always a string for rcl
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return '[' + ', '.join(json.dumps(v) for v in value) + ']'    # a string array
     raise TypeError(f'parameter value {value!r} of type {type(value).__name__} is not supported')
 
 
