@@ -6,7 +6,8 @@ conversion (PointCloud2 -> points, once per scan, on the executor), the side inp
 scan, two TF lookups with time travel: ros/depth/scale_inputs.py) and the scale stage
 (projection + z-buffer, gated fit, Kalman filter, the scale applied: pipelines/depth_scale.py),
 for a metric model with scale_source cloud and, without a sensor, temporal. Medians and p95
-over the frames, printed, never asserted.
+over the frames of the thread's CPU time (the cost, whatever else the machine runs) and of the
+wall time, printed, never asserted.
 
 Stability: the scale oracle of the tests (test/support/scale_oracle.py: the network's depth is
 the truth times s_i, 10 % log-normal jitter and a x2 step; a LiDAR at 12.5 Hz against the
@@ -40,7 +41,11 @@ from tt_depth_ros.models.kind import ModelKind  # noqa: E402
 from tt_depth_ros.pipelines.depth import DepthFrame  # noqa: E402
 from tt_depth_ros.pipelines.depth_scale import ScaleState, scale_depth_frame  # noqa: E402
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings  # noqa: E402
-from tt_depth_ros.pipelines.scale_filter import ScaleFilterSettings  # noqa: E402
+from tt_depth_ros.pipelines.scale_filter import (  # noqa: E402
+    MEASURED,
+    RESET,
+    ScaleFilterSettings,
+)
 from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs  # noqa: E402
 from tt_depth_ros.ros.msgs.cloud import pointcloud2_msg  # noqa: E402
 from tt_depth_ros.ros.msgs.pose import transform_stamped_msg  # noqa: E402
@@ -59,9 +64,33 @@ def _header(frame: str, stamp_ns: int) -> Header:
     return h
 
 
-def _stats(ms: list[float]) -> str:
-    a = np.asarray(ms)
-    return f'median {np.median(a):6.3f} ms  p95 {np.percentile(a, 95):6.3f} ms'
+def _stats(cpu_ms: list[float], wall_ms: list[float]) -> str:
+    c, w = np.asarray(cpu_ms), np.asarray(wall_ms)
+    return (f'cpu median {np.median(c):6.3f} ms  p95 {np.percentile(c, 95):6.3f} ms   '
+            f'wall median {np.median(w):6.3f} ms')
+
+
+class _Clock:
+    """Per-part thread CPU time and wall time, in ms."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, list] = {}
+        self.wall: dict[str, list] = {}
+        self._t = None
+
+    def start(self) -> None:
+        self._t = (time.thread_time(), time.perf_counter())
+
+    def lap(self, part: str) -> None:
+        c, w = time.thread_time(), time.perf_counter()
+        self.cpu.setdefault(part, []).append(1e3 * (c - self._t[0]))
+        self.wall.setdefault(part, []).append(1e3 * (w - self._t[1]))
+        self._t = (c, w)
+
+    def line(self, *parts: str) -> str:
+        cpu = np.sum([self.cpu[p] for p in parts], axis=0)
+        wall = np.sum([self.wall[p] for p in parts], axis=0)
+        return _stats(cpu, wall)
 
 
 def cost(frames: int) -> None:
@@ -78,46 +107,50 @@ def cost(frames: int) -> None:
     side.tf.add_msg(TFMessage(transforms=[
         transform_stamped_msg(so.T_BASE_OPTICAL, _header('', 0).stamp, so.BASE, so.OPTICAL),
         transform_stamped_msg(so.T_BASE_LIDAR, _header('', 0).stamp, so.BASE, so.LIDAR)]), True)
-    for k in range(-2, frames + 2):          # 10 Hz odometry around every frame
+    def odometry(k: int) -> None:            # 10 Hz odometry, as the executor would add it
         t = t0 + k * 10**8
         side.tf.add(so.ODOM, so.BASE, so.T_odom_base(so.seconds(t)), t)
+
+    for k in (-2, -1, 0):
+        odometry(k)
     points = oracle.scan(t0, n_rays=int(CLOUD_POINTS * 1.25))   # ~20 % of the rays are sky
     points = np.resize(points, (CLOUD_POINTS, 3))
     params = type('P', (), dict(
         scale_source='cloud', metric_cloud_tolerance_s=0.05, metric_cloud_wait_s=0.0,
         scale_fixed_frame=so.ODOM, metric_depth_wait_s=0.0, camera_height_frame=''))
     state = ScaleState()
-    convert, gather, stage = [], [], []
+    clock = _Clock()
     for i in range(frames):
         t = t0 + i * 10**8
+        odometry(i + 1)
         msg = pointcloud2_msg(points.reshape(1, -1, 3), None, _header(so.LIDAR, t - 10**7))
-        a = time.perf_counter()
+        clock.start()
         side.clouds.put(msg)
-        b = time.perf_counter()
+        clock.lap('convert')
         inputs = side.for_frame(params, _header(so.OPTICAL, t))
-        c = time.perf_counter()
+        clock.lap('gather')
         scaled = scale_depth_frame(ModelKind.METRIC, frame, CLOUD, 0.0, 0.0, inputs, state)
-        d = time.perf_counter()
-        convert.append(1e3 * (b - a))
-        gather.append(1e3 * (c - b))
-        stage.append(1e3 * (d - c))
-    assert scaled.filtered.value is not None, scaled.figures
+        clock.lap('stage')
+        if scaled.filtered.state not in (MEASURED, RESET):
+            raise RuntimeError(f'frame {i} was not measured: {scaled.figures}')
     print(f'cloud, 640x480, {CLOUD_POINTS} points, {scaled.figures["cloud_pixels"]} pixels hit, '
           f'{frames} frames:')
-    print(f'  scan conversion (executor, per scan) {_stats(convert)}')
-    print(f'  side inputs (scan, TF time travel)   {_stats(gather)}')
-    print(f'  scale stage (project, fit, filter)   {_stats(stage)}')
-    print(f'  worker per frame                     {_stats(np.add(gather, stage))}')
+    print(f'  scan conversion (executor, per scan)  {clock.line("convert")}')
+    print(f'  side inputs (scan, TF time travel)    {clock.line("gather")}')
+    print(f'  scale stage (project, fit, filter)    {clock.line("stage")}')
+    print(f'  worker per frame                      {clock.line("gather", "stage")}')
     params.scale_source = 'temporal'
     state = ScaleState()
-    temporal = []
-    for i in range(frames):
+    for i in range(frames, 2 * frames):       # later stamps: TF keeps the last 10 s
         t = t0 + i * 10**8
-        a = time.perf_counter()
+        odometry(i + 1)
+        clock.start()
         inputs = side.for_frame(params, _header(so.OPTICAL, t))
-        scale_depth_frame(ModelKind.METRIC, frame, TEMPORAL, 0.0, 0.0, inputs, state)
-        temporal.append(1e3 * (time.perf_counter() - a))
-    print(f'temporal, 640x480, worker per frame    {_stats(temporal)}')
+        scaled = scale_depth_frame(ModelKind.METRIC, frame, TEMPORAL, 0.0, 0.0, inputs, state)
+        clock.lap('temporal')
+        if i > frames and scaled.figures['scale_measured'] is None:
+            raise RuntimeError(f'frame {i} had no camera-motion ratio: {scaled.figures}')
+    print(f'temporal, 640x480, worker per frame     {clock.line("temporal")}')
 
 
 def stability(frames: int, plot: Path | None) -> None:

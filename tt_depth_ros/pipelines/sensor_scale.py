@@ -27,6 +27,10 @@ from tt_depth_ros.geometry.pointmap.scale import ScaleResult
 from tt_depth_ros.geometry.pose.se3 import invert_T
 
 FITS = ('scale', 'affine_inverse')
+MAX_FIT_PIXELS = 4096
+"""A fit takes at most this many of the pixels a scan hit (every k-th): a median of thousands
+is already far more precise than the scale moves, and the fit's cost stays flat for a dense
+LiDAR (the projection still takes every point, so occlusion is judged on the whole scan)."""
 TEMPORAL_STEP = 4
 """The previous frame is moved as every 4th row and column: thousands of pixels for a median
 at 1/16 of the projection work."""
@@ -46,10 +50,13 @@ def fit_sparse(reference: SparseDepth, depth: np.ndarray, mask: Optional[np.ndar
 
     `mask` None: every pixel with a valid depth (the fits drop the others themselves).
     """
-    net = depth.reshape(-1)[reference.index]
-    ref = reference.depth
+    index, ref = reference.index, reference.depth
+    if index.size > MAX_FIT_PIXELS:                 # every k-th: the scan's spread kept
+        k = -(-index.size // MAX_FIT_PIXELS)
+        index, ref = index[::k], ref[::k]
+    net = depth.reshape(-1)[index]
     if mask is not None:
-        allowed = mask.reshape(-1)[reference.index]
+        allowed = mask.reshape(-1)[index]
         ref, net = ref[allowed], net[allowed]
     if fit == 'affine_inverse':
         return affine_inverse_fit(ref, net, min_support=min_support, source=source)

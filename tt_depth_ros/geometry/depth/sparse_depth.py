@@ -11,6 +11,7 @@ only those pixels (the per-frame cost: benchmarks/bench_scale_stability.py).
 """
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import cv2
@@ -60,8 +61,8 @@ def project_points(points_cam: np.ndarray, K: np.ndarray, shape: tuple[int, int]
                    min_z_m: float = MIN_Z_M) -> SparseDepth:
     """Nearest planar depth per pixel of the points in the camera's optical frame.
 
-    The z-buffer is one `np.minimum.at` into a grid; the winners are read back at the points'
-    own pixels (never a scan of the whole grid), one per pixel.
+    The z-buffer is one `np.minimum.at` into a grid kept per thread; the winners are read back
+    at the points' own pixels (never a scan of the whole grid), one per pixel.
 
     Args:
         points_cam: (N, 3) points in the optical frame (z forward), metres.
@@ -93,10 +94,29 @@ def project_points(points_cam: np.ndarray, K: np.ndarray, shape: tuple[int, int]
     # point's position breaks ties, so each pixel has exactly one winner
     key = z.view(np.int32).astype(np.int64) << 32
     key |= np.arange(z.size, dtype=np.int64)
-    zbuf = np.full(h * w, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(zbuf, flat, key)
-    win = zbuf[flat] == key
+    zbuf = _zbuffer(h * w)
+    try:
+        np.minimum.at(zbuf, flat, key)
+        win = zbuf[flat] == key
+    finally:
+        zbuf[flat] = _EMPTY                    # only the touched pixels: the grid is reused
     return SparseDepth(flat[win], z[win], (h, w))
+
+
+_EMPTY = np.iinfo(np.int64).max
+_scratch = threading.local()
+
+
+def _zbuffer(size: int) -> np.ndarray:
+    """This thread's empty z-buffer of `size` pixels, kept between calls.
+
+    A fresh grid per frame would be a megabytes-large allocation and fill (page faults included)
+    for a few thousand points; each thread (a node's worker, the batch tool) keeps its own.
+    """
+    bufs = _scratch.__dict__.setdefault('zbufs', {})     # one per grid size (camera)
+    if size not in bufs:
+        bufs[size] = np.full(size, _EMPTY, np.int64)
+    return bufs[size]
 
 
 def grid_points(depth: np.ndarray, K: np.ndarray, step: int = 1) -> np.ndarray:
