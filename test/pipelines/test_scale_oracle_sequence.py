@@ -10,13 +10,16 @@ import pytest
 
 from support.scale_oracle import (
     Oracle,
+    T_optical_lidar,
     frame_stamp,
     lidar_stamps,
     log_jitter,
     run_sequence,
 )
+from tt_depth_ros.geometry.depth.sparse_fit import apply_fit
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
 from tt_depth_ros.pipelines.scale_filter import RESET, UNSCALED, ScaleFilterSettings
+from tt_depth_ros.pipelines.sensor_scale import cloud_scale
 
 W, H = 56, 42
 FRAMES, STEP, RESETS = 60, 30, 3
@@ -94,3 +97,19 @@ def test_temporal_holds_a_metric_scale_without_a_sensor():
     assert log_jitter(err[FIRST_SECOND:]) <= 0.2 * log_jitter(r.raw[FIRST_SECOND:])
     assert abs(err[-1] - 1) <= 0.05 and np.abs(err[FIRST_SECOND:] - 1).max() <= 0.05
     assert r.last.figures['scale_support'] >= 20
+
+
+def test_affine_inverse_fit_through_the_cloud_source():
+    """An affine-invariant output (1 / d = a / true + b) is made metric by scale + shift."""
+    o = Oracle(112, 84, seed=6)
+    _, true = o.frame(3)
+    a, b = 0.5, 0.02
+    net = (1.0 / (a / true + b)).astype(np.float32)         # sky: 1 / b, finite
+    t = frame_stamp(3)
+    scan = min(lidar_stamps(frame_stamp(5)), key=lambda s: abs(s - t))
+    fit, _ = cloud_scale(o.scan(scan), T_optical_lidar(t, scan), net, np.isfinite(true), o.K,
+                         fit='affine_inverse')
+    assert fit.ok and fit.outliers > 0
+    metric = apply_fit(net, fit.value, fit.shift)
+    ground = np.isfinite(true)
+    assert np.median(np.abs(metric[ground] / true[ground] - 1)) < 0.01
