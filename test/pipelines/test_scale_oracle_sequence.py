@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from support.scale_oracle import (
+    FramePath,
     Oracle,
     T_optical_lidar,
     frame_stamp,
@@ -17,6 +18,8 @@ from support.scale_oracle import (
     run_sequence,
 )
 from tt_depth_ros.geometry.depth.sparse_fit import apply_fit
+from tt_depth_ros.models.kind import ModelKind
+from tt_depth_ros.pipelines.depth_scale import ScaleInputs, scale_depth_frame
 from tt_depth_ros.pipelines.relative_scale import RelativeScaleSettings
 from tt_depth_ros.pipelines.scale_filter import RESET, UNSCALED, ScaleFilterSettings
 from tt_depth_ros.pipelines.sensor_scale import cloud_scale
@@ -113,3 +116,21 @@ def test_affine_inverse_fit_through_the_cloud_source():
     metric = apply_fit(net, fit.value, fit.shift)
     ground = np.isfinite(true)
     assert np.median(np.abs(metric[ground] / true[ground] - 1)) < 0.01
+
+
+def test_a_metric_image_refines_a_metric_model():
+    """scale_source depth on a metric model: its metres times the ratio to the metric image."""
+    o = Oracle(112, 84, seed=7)
+    frame = FramePath('metric', o)(0)
+    _, true = o.frame(0)
+    scaled = scale_depth_frame(ModelKind.METRIC, frame, RelativeScaleSettings('depth'), 0.0, 0.0,
+                               ScaleInputs(stamp_ns=frame_stamp(0), metric_depth=true))
+    assert scaled.filtered.state == 'measured' and not scaled.unscaled
+    assert scaled.scale.value == pytest.approx(1 / o.network_scale(0), rel=1e-5)
+    sky = ~np.isfinite(true)
+    np.testing.assert_allclose(scaled.metric[~sky], true[~sky], rtol=1e-5)
+    assert np.isposinf(scaled.metric[sky]).all()
+    missing = scale_depth_frame(ModelKind.METRIC, frame, RelativeScaleSettings('depth'), 0.0,
+                                0.0, ScaleInputs(stamp_ns=frame_stamp(0)))
+    assert missing.unscaled and missing.metric is frame.depth
+    assert "no image on 'metric_depth'" in missing.failure_message

@@ -179,6 +179,30 @@ def T_optical_lidar(image_ns: int, scan_ns: int) -> np.ndarray:
     return (invert_T(camera_pose(image_ns)) @ T_odom_base(seconds(scan_ns)) @ T_BASE_LIDAR)
 
 
+class FramePath:
+    """The oracle's frames through the real DA3 frame path.
+
+    The engine double of `kind` at the camera's size, with the oracle camera's intrinsics (as
+    the node has them from its CameraInfo).
+    """
+
+    def __init__(self, kind: str, oracle: Oracle) -> None:
+        from support.fake_engines.scale_oracle import ScaleOracleEngine
+        from tt_depth_ros.pipelines.depth import DA3FramePath, FrameIntrinsics, FrameOptions
+
+        engine = ScaleOracleEngine(kind, oracle.width, oracle.height, oracle.seed,
+                                   oracle.step_at, oracle.jitter)
+        self.oracle, self.path = oracle, DA3FramePath(engine, kind)
+        self.options = FrameOptions(fixed_size=(oracle.height, oracle.width),
+                                    nested_focal_rescale=True)
+        self.intrinsics = FrameIntrinsics('camera_info', oracle.K)
+
+    def __call__(self, i: int):
+        """The DepthFrame of frame i (pipelines/depth.py)."""
+        rgb, _ = self.oracle.frame(i)
+        return self.path(np.array(rgb), self.intrinsics, self.options)
+
+
 @dataclass
 class SequenceResult:
     """Per frame: the network's scale s_i, the scale applied (NaN: none) and its state."""
@@ -205,15 +229,9 @@ def run_sequence(kind: str, oracle: Oracle, frames: int, settings, *, min_confid
     stamp with time travel through odom, the camera's odometry pose. Scans stop after frame
     `scans_until` (None: never).
     """
-    from support.fake_engines.scale_oracle import ScaleOracleEngine
-    from tt_depth_ros.pipelines.depth import DA3FramePath, FrameIntrinsics, FrameOptions
     from tt_depth_ros.pipelines.depth_scale import ScaleInputs, ScaleState, scale_depth_frame
 
-    engine = ScaleOracleEngine(kind, oracle.width, oracle.height, oracle.seed, oracle.step_at,
-                               oracle.jitter)
-    path = DA3FramePath(engine, kind)
-    options = FrameOptions(fixed_size=(oracle.height, oracle.width), nested_focal_rescale=True)
-    intr = FrameIntrinsics('camera_info', oracle.K)
+    path = FramePath(kind, oracle)
     last_scan = frame_stamp(frames if scans_until is None else scans_until)
     scans = lidar_stamps(last_scan)
     state = ScaleState()
@@ -221,7 +239,7 @@ def run_sequence(kind: str, oracle: Oracle, frames: int, settings, *, min_confid
     for i in range(frames):
         rgb, _ = oracle.frame(i)
         t = frame_stamp(i)
-        frame = path(np.array(rgb), intr, options)
+        frame = path(i)
         if settings.source == 'cloud':
             c = nearest_scan(t, [s for s in scans if s <= last_scan], tolerance_s)
             inputs = (ScaleInputs(stamp_ns=t, cloud_missing='no scan') if c is None else
@@ -229,8 +247,8 @@ def run_sequence(kind: str, oracle: Oracle, frames: int, settings, *, min_confid
                                   cloud_to_camera=T_optical_lidar(t, c)))
         else:
             inputs = ScaleInputs(stamp_ns=t, camera_pose=camera_pose(t))
-        scaled = scale_depth_frame(path.kind, frame, settings, min_confidence, 0.0, inputs,
-                                   state)
+        scaled = scale_depth_frame(path.path.kind, frame, settings, min_confidence, 0.0,
+                                   inputs, state)
         f = scaled.filtered
         raw.append(oracle.network_scale(i))
         applied.append(f.value if f.value is not None else np.nan)
