@@ -23,6 +23,19 @@ depth-2 pipeline (submit frame N+1, then collect frame N: CQ1 uploads while CQ0 
 trace): its time per frame and stages (submit, wait, readback_and_unpack) print beside the serial
 `infer` figures of the same engine.
 
+Measured beside estimated, per op group and op class (the first card run recalibrates the
+estimate, docs/ttnn-estimate.md "Measuring on a card"): run this benchmark under tt-metal's
+device profiler (`python -m tracy -r -p -m benchmarks.bench_ttnn ... --frames 5`), then
+
+    .venv/bin/python -m benchmarks.bench_ttnn --model M --shape HxW \
+        --ops-csv generated/profiler/reports/<run>/ops_perf_results_<run>.csv \
+        --estimate-json EST.json      (benchmarks.ttnn_estimate --json of the same preset)
+
+prints the last traced forward's device-kernel time and op-to-op gaps per group beside the
+estimate's kernel time, dispatch gaps and roofline (devtools/ttnn/profile_compare.py); it needs
+no device. With TT_METAL_DEVICE_PROFILER=1 the benchmark reads the device profiler after the
+trace replays (ttnn.ReadDeviceProfiler), so the report holds them.
+
 Without a device (no /dev/tenstorrent/<id> or no `ttnn` package) it says so and exits 0.
 `--ttnn-module devtools.ttnn.standin` runs the same code on the CPU stand-in (tests only: the
 figures are then meaningless); rule-v1 weights are used when --weights is not given and the
@@ -33,6 +46,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -87,6 +101,23 @@ def pipelined(eng, views, rmap, frames: int) -> dict:
                                         if None not in v}}
 
 
+def measured_vs_estimate(model: str, shape: tuple[int, int], ops_csv: str,
+                         estimate_json: str) -> str:
+    """The profiler's per-group device time beside the estimate of the same forward (text)."""
+    from devtools.ttnn import profile_compare
+    runs = json.loads(Path(estimate_json).read_text())['runs']
+    size = f'{shape[0]}x{shape[1]}'
+    hits = [r for r in runs if size in r['sizes'] and r.get('engine_model') in (model, None)]
+    if not hits:
+        raise ValueError(f'{estimate_json}: no run of {model} at {size} (it has '
+                         f'{[(r.get("engine_model"), list(r["sizes"])) for r in runs]}); run '
+                         f'benchmarks.ttnn_estimate --model ... --size {size} --json')
+    est = hits[0]['sizes'][size]
+    cmp = profile_compare.compare(est, profile_compare.read_ops_csv(ops_csv))
+    return profile_compare.format_compare(
+        cmp, f'{model} {size} [{hits[0].get("precision")}]')
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', default='da3metric-large')
@@ -101,7 +132,18 @@ def main(argv=None) -> int:
     ap.add_argument('--ttnn-module', default=None, help='inject a ttnn implementation (tests)')
     ap.add_argument('--no-node-overhead', action='store_true')
     ap.add_argument('--command-queues', type=int, default=1, choices=(1, 2))
+    ap.add_argument('--ops-csv', help="tt-metal's device-profiler ops report of a run of this "
+                    'benchmark: print it per op group beside --estimate-json, then exit')
+    ap.add_argument('--estimate-json', help='benchmarks.ttnn_estimate --json of the same model, '
+                    'preset and size (with --ops-csv)')
     a = ap.parse_args(argv)
+    if a.ops_csv or a.estimate_json:
+        if not (a.ops_csv and a.estimate_json):
+            ap.error('--ops-csv and --estimate-json go together')
+        shape = tuple(int(x) for x in (a.shape or ('384x512' if a.model.startswith('dust3r')
+                                                   else '280x504')).split('x'))
+        print(measured_vs_estimate(a.model, shape, a.ops_csv, a.estimate_json))
+        return 0
     from tt_depth_ros.engines.select import ttnn_status
     if a.ttnn_module:
         sys.modules['ttnn'] = importlib.import_module(a.ttnn_module)
@@ -166,6 +208,8 @@ def main(argv=None) -> int:
             ttnn.execute_trace(eng.ctx.device, entry.trace, cq_id=0, blocking=True)
             reps.append(time.perf_counter() - t)
         res['trace_replay_ms'] = {'p50': _pct(reps, 50), 'p95': _pct(reps, 95)}
+        if os.environ.get('TT_METAL_DEVICE_PROFILER') and hasattr(ttnn, 'ReadDeviceProfiler'):
+            ttnn.ReadDeviceProfiler(eng.ctx.device)     # the replays into the ops report
     finally:
         eng.close()
     if not dust3r and not a.no_node_overhead:

@@ -1,24 +1,30 @@
-"""p150 cost ESTIMATE of the ttnn engine without a card (a roofline, never a measurement).
+"""p150 device-time ESTIMATE of the ttnn engine without a card (never a measurement).
 
     .venv/bin/python -m benchmarks.ttnn_estimate [--model da3-large --size 518x518 ...]
-        [--camera 480x640 ...] [--grid 11x10|13x10] [--dtype PRESET] [--efficiency F]
-        [--json OUT] [--from-json EARLIER_OUT]
+        [--camera 480x640 ...] [--grid 11x10|12x10|13x10] [--dtype PRESET] [--efficiency F]
+        [--json OUT] [--from-json EARLIER_OUT] [--compare BEFORE AFTER] [--table JSON ...]
 
 Runs one forward per size of the engine (tt_depth_ros.engines.ttnn, rule-v1 weights) through the
 REAL ttnn 0.81.1 library on a mock p150 (the dry run: devtools/ttnn/dryrun/driver.py, bridge.py,
 environment.py), reads every device op the traced forward ran from the library's graph capture
-(devtools/ttnn/dryrun/op_records.py) and prices it with devtools/ttnn/cost_model.py: per op group
-(attention, MLP, norm, head, data movement, embed/other) the ideal roofline time, the time after
-the efficiency factor calibrated on tt-metal's Blackhole ViT-base demo, and what bounds it.
+(devtools/ttnn/dryrun/op_records.py) and prices it with devtools/ttnn/cost_model.py. Per op group
+(attention, MLP, norm, head, data movement, embed/other) three figures side by side
+(docs/ttnn-estimate.md): the plain roofline (no efficiency: the only floor), the per-class
+estimate founded on published Blackhole measurements (in a trace; its kernel sum beside it) and
+the single-factor figure (roofline / 0.335) this package printed before. The per-class estimate
+is validated against measured ports by benchmarks/ttnn_validate.py.
 Default: DA3METRIC-LARGE at 518x518 and 280x504, the DUSt3R pair at 512x384 (W x H; HxW
 384x512).
 
-What it leaves out: op-to-op dispatch gaps, NoC contention, kernel quality, SFPU math, host and
-PCIe time. The estimate is for today's design as the library runs it on the mock device's grid
-(11x10 = 110 cores: a p150a with Tensix dispatch; the library rejects ETH dispatch).
+The mock device's grid is 11x10 (110 cores: a p150 with Tensix dispatch; 13x10 with the
+unharvested descriptor). It refuses ETH dispatch, so `--grid 12x10` (a p150 with ETH dispatch,
+120 cores) runs the 11x10 dry run and moves its records to 12x10 (cost_model.regrid: an op on
+the whole grid has its tiles split over 120 cores, so its per-core work shrinks).
 `--from-json` prices the op records of an earlier --json again (seconds, no library);
-`--dtype fast` estimates the speed design (precision 'fast'); `--compare BEFORE AFTER` prints
-two --json runs side by side per group with the saving and the gap to the p150 targets.
+`--dtype fast` estimates the speed design (precision 'fast'; PRESET+lever adds a structural
+lever); `--compare BEFORE AFTER` prints two --json runs side by side per group with the saving;
+`--table A.json B.json ...` prints one row per (model, preset, size) of --json runs: roofline,
+estimate, kernel sum, single factor and the p150 target, on 11x10 and 12x10.
 `--camera HxW` (DA3) adds a trace of a camera frame resized on the device (network size at
 process_res 504); its 'camera resize' group is the device's price of the host stage it replaces.
 Exit status 1 when the dry run itself reported a problem (its figures are then incomplete).
@@ -44,11 +50,12 @@ def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None,
                    dtype: str | None = None, cameras: tuple[str, ...] = ()) -> dict:
     """One dry run of `model` (one trace per size, then per camera) -> {size: estimate} + facts.
 
-    A camera trace is keyed 'camera HxW'.
+    A camera trace is keyed 'camera HxW'. grid '12x10': the 11x10 run's records, regridded.
     """
     t0 = time.perf_counter()
-    rep = driver.run(model, sizes, grid, max_traced_shapes=1, op_records=True, dtype=dtype,
-                     cameras=cameras)
+    regrid_to = (12, 10) if grid == '12x10' else None
+    rep = driver.run(model, sizes, '11x10' if regrid_to else grid, max_traced_shapes=1,
+                     op_records=True, dtype=dtype, cameras=cameras)
     out = {'model': model, 'engine_model': rep.get('engine_model'),
            'precision': (rep.get('engine_info') or {}).get('precision'), 'status': rep['status'],
            'problems': rep['problems'], 'dispatch': rep.get('dispatch'), 'grid': rep.get('grid'),
@@ -57,13 +64,16 @@ def estimate_model(model: str, sizes: list[str], grid: str, efficiency=None,
     if rep.get('grid') is None:
         return out
     cores = rep['grid'][0] * rep['grid'][1]
+    if regrid_to:
+        out['grid'], cores = list(regrid_to), regrid_to[0] * regrid_to[1]
     for tr in rep['traces']:
         size = tr['phase'].removeprefix('prepare ').strip()
         if size in out['sizes'] or not tr.get('ops'):
             continue
-        est = cost.estimate(tr['ops'], cores, efficiency)
+        ops = cost.regrid(tr['ops'], regrid_to) if regrid_to else tr['ops']
+        est = cost.estimate(ops, cores, efficiency)
         est['programs'] = tr['programs']
-        est['records'] = tr['ops']
+        est['records'] = ops
         out['sizes'][size] = est
     return out
 
@@ -91,29 +101,48 @@ def compare(before_path: str, after_path: str) -> str:
     lines = []
     for key in [k for k in runs[0] if k in runs[1]]:
         (p0, e0), (p1, e1) = runs[0][key], runs[1][key]
-        lines += ['', f'{key[0]} {key[1]}: [{p0}] -> [{p1}]  (ms ideal / calibrated; ESTIMATE)',
-                  f'{"group":<14}{"before":>16}{"after":>16}{"saved calib":>13}  after bound']
+        lines += ['', f'{key[0]} {key[1]}: [{p0}] -> [{p1}]  (ms roofline / estimate; ESTIMATE)',
+                  f'{"group":<14}{"before":>16}{"after":>16}{"saved":>9}  after roofline bound']
         for g in cost.GROUPS:
             a, b = e0['groups'][g], e1['groups'][g]
             if a['ops'] or b['ops']:
-                lines.append(f'{g:<14}{a["ideal_ms"]:>7.2f} /{a["calibrated_ms"]:>7.1f}'
-                             f'{b["ideal_ms"]:>7.2f} /{b["calibrated_ms"]:>7.1f}'
-                             f'{a["calibrated_ms"] - b["calibrated_ms"]:>13.1f}  {b["bound"]}')
+                lines.append(f'{g:<14}{a["ideal_ms"]:>7.2f} /{a["estimate_ms"]:>7.2f}'
+                             f'{b["ideal_ms"]:>7.2f} /{b["estimate_ms"]:>7.2f}'
+                             f'{a["estimate_ms"] - b["estimate_ms"]:>9.2f}  {b["bound"]}')
         t0, t1 = e0['total'], e1['total']
-        lines.append(f'{"total":<14}{t0["ideal_ms"]:>7.2f} /{t0["calibrated_ms"]:>7.1f}'
-                     f'{t1["ideal_ms"]:>7.2f} /{t1["calibrated_ms"]:>7.1f}'
-                     f'{t0["calibrated_ms"] - t1["calibrated_ms"]:>13.1f}')
+        lines.append(f'{"total":<14}{t0["ideal_ms"]:>7.2f} /{t0["estimate_ms"]:>7.2f}'
+                     f'{t1["ideal_ms"]:>7.2f} /{t1["estimate_ms"]:>7.2f}'
+                     f'{t0["estimate_ms"] - t1["estimate_ms"]:>9.2f}')
         lines.append(f'device ops {e0["ops"]} -> {e1["ops"]}; DRAM traffic '
                      f'{t0["dram_mb"] / 1e3:.1f} -> {t1["dram_mb"] / 1e3:.1f} GB')
         if key in TARGETS_MS:
             tgt = TARGETS_MS[key]
-            lines.append(f'target {tgt} ms: after is {t1["calibrated_ms"] / tgt:.1f}x the target '
-                         f'calibrated, {t1["ideal_ms"] / tgt:.2f}x ideal')
-            f = e1.get('compute_floor')
-            if f:
-                lines.append(f'after\'s compute floor (its MACs at their fidelities, perfectly '
-                             f'spread, nothing else): {f["calibrated_ms"]:.1f} ms calibrated = '
-                             f'{f["calibrated_ms"] / tgt:.2f}x the target')
+            lines.append(f'target {tgt} ms: after is {t1["estimate_ms"] / tgt:.2f}x the target '
+                         f'by the estimate, {t1["ideal_ms"] / tgt:.2f}x by the roofline')
+    return '\n'.join(lines)
+
+
+def table(paths: list[str]) -> str:
+    """One row per (model, preset, size) of --json runs, on 11x10 and (regridded) 12x10."""
+    lines = ['p150 device time per forward, ms: ESTIMATES (docs/ttnn-estimate.md); roofline = no '
+             'efficiency (the only floor), estimate = per-class model in a trace',
+             f'{"model":<22}{"preset":<40}{"size":<9}{"ops":>5}{"roofline":>9}{"estimate":>9}'
+             f'{"kernels":>8}{"1-factor":>9}{"12x10 roof":>11}{"12x10 est":>10}  target']
+    for p in paths:
+        for r in json.loads(Path(p).read_text())['runs']:
+            for size, e in r['sizes'].items():
+                if size.startswith('camera'):
+                    continue
+                t = cost.estimate(e['records'], e['grid_cores'])['total']
+                t12 = cost.estimate(cost.regrid(e['records'], (12, 10)), 120)['total']
+                tgt = TARGETS_MS.get((r['engine_model'], size))
+                verdict = '-' if tgt is None else (
+                    f'{tgt}: {"met" if t["estimate_ms"] <= tgt else "not met"} (11x10), '
+                    f'{"met" if t12["estimate_ms"] <= tgt else "not met"} (12x10)')
+                lines.append(f'{r["engine_model"]:<22}{str(r.get("precision")):<40}{size:<9}'
+                             f'{e["ops"]:>5}{t["ideal_ms"]:>9.2f}{t["estimate_ms"]:>9.2f}'
+                             f'{t["kernel_ms"]:>8.2f}{t["single_factor_ms"]:>9.2f}'
+                             f'{t12["ideal_ms"]:>11.2f}{t12["estimate_ms"]:>10.2f}  {verdict}')
     return '\n'.join(lines)
 
 
@@ -125,27 +154,33 @@ def main(argv=None) -> int:
                     help='HxW (repeatable; applies to every --model)')
     ap.add_argument('--camera', action='append', default=[],
                     help='HxW camera frame resized on the device (DA3; repeatable)')
-    ap.add_argument('--grid', choices=sorted(driver.HARVEST), default='11x10')
-    ap.add_argument('--efficiency', type=float, help='override the calibrated factor')
+    ap.add_argument('--grid', choices=sorted([*driver.HARVEST, '12x10']), default='11x10',
+                    help='12x10: the 11x10 records moved to 120 cores (ETH dispatch)')
+    ap.add_argument('--efficiency', type=float, help='override the single factor')
     ap.add_argument('--dtype', help="precision preset of every model (e.g. 'fast'; default: "
                     'each family\'s default)')
     ap.add_argument('--json', help='write the estimates (per op and per group) here')
     ap.add_argument('--from-json', help='price the op records of an earlier --json again')
     ap.add_argument('--compare', nargs=2, metavar=('BEFORE_JSON', 'AFTER_JSON'),
                     help='print two earlier --json runs side by side per group, then exit')
+    ap.add_argument('--table', nargs='+', metavar='JSON',
+                    help='one row per model, preset and size of earlier --json runs, then exit')
     a = ap.parse_args(argv)
     if a.compare:
         print(compare(*a.compare))
         return 0
+    if a.table:
+        print(table(a.table))
+        return 0
     runs = [(m, a.size or driver.MODELS[m][2][:1]) for m in a.model] if a.model \
         else [(m, a.size or s) for m, s in DEFAULT_RUNS]
     cal = cost.calibration()
-    print('p150 COST ESTIMATE from the real ttnn 0.81.1 library\'s op decisions on a mock p150 '
-          '(no card): NOT a measurement.')
-    print(f'calibration: {cal.source}; measured {cal.measured_s * 1e3:.3f} ms per batch, '
-          f'model ideal {cal.ideal_s * 1e3:.3f} ms (matmul roofline alone '
-          f'{cal.compute_only_s * 1e3:.3f} ms = {cal.compute_only_fraction:.1%} of measured) '
-          f'-> efficiency {cal.efficiency:.3f}'
+    print('p150 device-time ESTIMATE from the real ttnn 0.81.1 library\'s op decisions on a mock '
+          'p150 (no card): NOT a measurement. Columns: roofline (no efficiency), estimate '
+          '(per-class, from published Blackhole measurements, in a trace), kernel sum, single '
+          'factor (docs/ttnn-estimate.md).')
+    print(f'single factor: {cal.source}; measured {cal.measured_s * 1e3:.3f} ms per batch, '
+          f'roofline {cal.ideal_s * 1e3:.3f} ms -> {cal.efficiency:.3f}'
           + (f' (overridden: {a.efficiency})' if a.efficiency else ''))
     results, rc = [], 0
     earlier = reprice(a.from_json, a.efficiency) if a.from_json else None

@@ -1,34 +1,31 @@
-"""A p150 roofline for device-op records: an ESTIMATE, never a measurement (pure Python, no ttnn).
+"""p150 device-time ESTIMATES for device-op records (pure Python, no ttnn; never a measurement).
 
 Input: one record per device operation of a forward, as devtools/ttnn/dryrun/op_records.py reads
-them from the real ttnn 0.81.1 library's graph capture on a mock p150 (what the library decided:
-device operation, program factory, tensor shapes / dtypes / layouts / memory configs, math
-fidelity, fp32 accumulation, the cores its circular buffers were placed on). Output: per-op and
-per-group ideal and calibrated times.
-
-The model (tt-metal's own op performance-model formulas where they exist):
-- matmul / SDPA / conv: cycles = 2*M*K*N / (cores * 4096) * fidelity passes (LoFi 1, HiFi2 2,
-  HiFi3 3, HiFi4 4); M, K, N from the tile-padded shapes the hardware computes on, the work split
-  over the recorded compute grid in whole tiles (compute_cycles: the busiest core decides; SDPA
-  split over batch, heads and q chunks the way its program factory splits it, config.sdpa_split).
-- DRAM: every DRAM tensor an op reads or writes moves once, at 512 GB/s, capped by what the op's
-  cores can move over the NoC (NOC_BYTES_PER_CYCLE each): one core cannot saturate DRAM. SDPA's
-  K and V move once per q chunk and its mask once per head (its reader's loops).
-- L1 (sharded or L1-interleaved tensors): L1_BYTES_PER_CYCLE per core of the op.
-- Every other op (eltwise, norm, softmax, data movement) is bound by those bytes alone.
-- An op's ideal time is the largest of its compute, DRAM and L1 times (that is what bounds it).
-- Calibrated = ideal / EFFICIENCY, one factor derived from a published measurement of a design
-  like the one the library runs: tt-metal's Blackhole ViT-base demo (see calibration()).
-Left out (so the calibrated figures are neither a floor nor a ceiling): op-to-op dispatch gaps
-(the calibration counts device kernel time only), NoC contention between concurrent readers,
-DRAM bank conflicts, kernel quality differences between ops, SFPU cost of eltwise math
-(exp, erf, reciprocal), host and PCIe time.
+them from the real ttnn 0.81.1 library's graph capture on a mock p150 (device operation, program
+factory, tensor shapes / dtypes / layouts / memory configs, math fidelity, fp32 accumulation, the
+cores of its circular buffers), or as devtools/ttnn/reference_designs builds them for a measured
+port. Output, per op, per group and in total, three figures side by side
+(docs/ttnn-estimate.md):
+- roofline ('ideal_ms'): each op at the hardware's peak, no efficiency: the largest of its MACs
+  at the recorded fidelity (2*M*K*N / (cores * 4096) cycles x fidelity passes, split over the
+  recorded grid in whole tiles), its DRAM bytes at 512 GB/s (capped by 64 B/cycle a core) and its
+  L1 bytes at 64 B/cycle a core. This and only this is a floor.
+- estimate ('estimate_ms'): each op priced by its class from published Blackhole measurements
+  (op_classes.py: matmul fitted to tt-metal's P150 GEMM tables, SDPA to measured SDPA calls,
+  conv from ResNet-50, bytes at the measured DRAM rate), plus the in-trace dispatch gap per op;
+  'kernel_ms' is the same without the gaps (a device-profiler kernel sum).
+- single factor ('single_factor_ms'): the roofline / 0.335, the one efficiency of tt-metal's
+  Blackhole ViT-base demo applied to every op (calibration()): the estimate this package printed
+  before the per-class model; kept to show how far one factor is off.
+Left out of all three: NoC contention, DRAM bank conflicts, SFPU cost of eltwise math, a lowered
+AICLK under sustained load, host and PCIe time.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
 
+from devtools.ttnn import op_classes as oc
 from tt_depth_ros.engines.ttnn.config import sdpa_split as library_sdpa_split
 
 CLOCK_HZ = 1.35e9                  # Blackhole AI clock
@@ -38,8 +35,9 @@ DRAM_BYTES_PER_S = 512e9           # p150 GDDR6 peak
 NOC_BYTES_PER_CYCLE = 64           # per core: one 64 B NoC flit per cycle (assumption)
 L1_BYTES_PER_CYCLE = 64            # per core, local L1 for sharded operands (assumption)
 P150_GRID = (13, 10)               # unharvested compute grid with ETH dispatch; 12x10 on Tensix
-# ttnn's default fidelity when an op records none (matmul/SDPA/conv without a kernel config)
-DEFAULT_FIDELITY = 'HiFi4'
+# ttnn's default fidelity when a record names none: matmul and SDPA HiFi2 (bf16; the SDPA
+# program's own default), conv HiFi4 (op_records.py; tt-metal's SDPA and conv2d op sources)
+DEFAULT_FIDELITY = {'matmul': 'HiFi2', 'sdpa': 'HiFi2', 'conv': 'HiFi4', 'rope': 'HiFi4'}
 
 # Bytes per element of each dtype (block floats: a 32x32 tile holds 1024 mantissas plus 64
 # shared exponent bytes: bfloat8_b 1088 B per tile, bfloat4_b 576 B).
@@ -54,6 +52,7 @@ _MATMUL = ('matmul',)
 _SDPA = ('sdpa', 'scaleddotproduct', 'scaled_dot_product')
 _CONV = ('conv2d', 'conv')
 _NORM = ('layernorm', 'layer_norm', 'groupnorm', 'rmsnorm')
+_ROPE = ('rotary',)
 _DATA_MOVEMENT = ('reshape', 'view', 'permute', 'transpose', 'concat', 'slice', 'pad', 'tilize',
                   'untilize', 'typecast', 'copy', 'clone', 'reshard', 'sharded', 'move', 'fold',
                   'repeat', 'createqkvheads', 'create_qkv_heads', 'splitqueryvalue', 'concatheads',
@@ -73,10 +72,12 @@ _CAMERA_FILES = ('layers/camera_resize.py',)
 
 
 def op_kind(device_op: str) -> str:
-    """'matmul', 'sdpa', 'conv', 'norm', 'data movement' or 'eltwise' for a device-op name."""
+    """'matmul', 'sdpa', 'conv', 'norm', 'rope', 'data movement' or 'eltwise' for a device op."""
     n = device_op.lower().replace('::', '_')
     if any(k in n for k in _SDPA):
         return 'sdpa'
+    if any(k in n for k in _ROPE):
+        return 'rope'
     if any(k in n for k in _MATMUL):
         return 'matmul'
     if any(k in n for k in _CONV) and 'convert' not in n:
@@ -92,6 +93,8 @@ def group_of(rec: dict) -> str:
     """Op group of a record: its kind (norm, data movement) else its engine call stack."""
     kind = op_kind(rec['device_op'])
     stack = rec.get('stack') or []
+    if rec.get('group') in GROUPS:           # a reference design's record names its group
+        return rec['group']
     if any(f in frame for frame in stack for f in _CAMERA_FILES):
         return 'camera resize'
     if kind in ('norm', 'data movement'):
@@ -218,20 +221,29 @@ def sdpa_split(q: list[int], q_chunk: int, cores: int) -> tuple[int, int]:
 
 
 def sdpa_reads(rec: dict) -> dict[int, float]:
-    """How many times SDPA's reader moves each input (by position), from its loop structure.
+    """How many times SDPA reads each input (by position) from where it lives.
 
-    For every head and q chunk the reader streams the head's whole K and V, chunk by chunk, and
-    with a mask the mask rows of that q chunk (once per head even when the mask broadcasts over
-    heads): K and V move once per q chunk, the mask once per head and batch.
+    Q, K and V once: ttnn 0.81.1's SDPA forwards a head's K and V from core to core along a
+    chain of the cores working on that head (SDPAProgramConfig.max_cores_per_head_batch; tt-metal
+    docs/plans/sdpa_kv_chain_implementation_status.md), so every Q chunk after the first gets
+    them over the NoC (sdpa_restream_bytes), not from DRAM. The DUSt3R port measured its encoder
+    (24 SDPAs in 32-row chunks) at 21.05 ms, which per-chunk DRAM reads alone would exceed. A mask
+    is read for every head and batch, even when it broadcasts over heads.
     """
     q = _dims(rec['inputs'][0])
-    qc = (rec.get('chunks') or (32, 32))[0]
-    chunks = -(-q[-2] // qc)
-    reads = {1: float(chunks), 2: float(chunks)}
+    reads = {1: 1.0, 2: 1.0}
     if len(rec['inputs']) > 3:
         mask = _dims(rec['inputs'][3])
         reads[3] = math.prod(q[:-2]) / max(1, math.prod(mask[:-2]))
     return reads
+
+
+def sdpa_restream_bytes(rec: dict) -> float:
+    """K and V bytes SDPA moves core to core: once more for every Q chunk after the first."""
+    q = _dims(rec['inputs'][0])
+    qc = (rec.get('chunks') or (32, 32))[0]
+    chunks = -(-q[-2] // qc)
+    return (chunks - 1) * sum(tensor_bytes(t) for t in rec['inputs'][1:3])
 
 
 def moved_tensors(rec: dict) -> list[tuple[dict, float]]:
@@ -271,7 +283,7 @@ def op_cost(rec: dict, grid_cores: int) -> OpCost:
     flops = op_flops(rec)
     compute_s = 0.0
     if flops:
-        fid = fid or DEFAULT_FIDELITY
+        fid = fid or DEFAULT_FIDELITY[kind]
         cycles, cores = compute_cycles(rec, grid_cores)
         compute_s = cycles * FIDELITY_PASSES[fid] / CLOCK_HZ
     dram = l1 = 0.0
@@ -281,6 +293,8 @@ def op_cost(rec: dict, grid_cores: int) -> OpCost:
             dram += tensor_bytes(t) * share
         elif where == 'L1':
             l1 += tensor_bytes(t) * share
+    if kind == 'sdpa':
+        l1 += sdpa_restream_bytes(rec)
     dram_rate = min(DRAM_BYTES_PER_S, cores * NOC_BYTES_PER_CYCLE * CLOCK_HZ)
     return OpCost(group_of(rec), kind, rec['device_op'], cores, fid if flops else None, flops,
                   dram, l1, compute_s, dram / dram_rate,
@@ -385,66 +399,198 @@ def compute_floor_s(records: list[dict], grid_cores: int) -> float:
     for r in records:
         flops = op_flops(r)
         if flops:
-            fid = r.get('math_fidelity') or DEFAULT_FIDELITY
+            fid = r.get('math_fidelity') or DEFAULT_FIDELITY[op_kind(r['device_op'])]
             cycles += flops / (grid_cores * MULADDS_PER_CYCLE_LOFI) * FIDELITY_PASSES[fid]
     return cycles / CLOCK_HZ
 
 
+# --- the per-class estimate (op_classes.py) ----------------------------------------------------
+
+@dataclass(frozen=True)
+class ClassCost:
+    """One op priced by its class: kernel seconds and which published figure priced it."""
+
+    cls: str            # matmul, sdpa, conv, norm, rope, eltwise, data movement
+    kernel_s: float     # device kernel time
+    basis: str          # the model / series that priced it
+
+
+def _block(mt: int, nt: int, rec: dict, cores: int) -> tuple[int, int]:
+    """(pm, pn) output tiles of the busiest core.
+
+    A sharded output's shard is that block; else the 2D split on a recorded grid (2D-multicast
+    and minimal matmuls), else the op's tiles spread over its cores as a squarish block.
+    """
+    out = rec['outputs'][0]
+    shard = out.get('shard_shape')
+    if shard and str(out.get('memory_layout', '')).upper().endswith('SHARDED'):
+        return _tiles(shard[0]), _tiles(shard[1])
+    grid = rec.get('grid')
+    factory = str(rec.get('factory', '')).lower() + rec['device_op'].lower()
+    if grid and ('2d' in factory or 'minimal' in factory):
+        return oc.gemm_block(mt, nt, (int(grid[0]), int(grid[1])))
+    busy = -(-mt * nt // max(1, cores))
+    pm = min(mt, max(1, math.isqrt(busy - 1) + 1))
+    return pm, -(-busy // pm)
+
+
+def _matmul_parts(rec: dict, cores: int) -> tuple[int, int, int]:
+    out = _dims(rec['outputs'][0])
+    mt, nt = _tiles(math.prod(out[:-1])), _tiles(out[-1])
+    kt = _tiles(op_flops(rec) / (2.0 * math.prod(out)))
+    pm, pn = _block(mt, nt, rec, cores)
+    return pm, pn, kt
+
+
+def _weight_dtype(rec: dict) -> str:
+    w = rec.get('weight') or (rec['inputs'][1] if len(rec['inputs']) > 1 else rec['inputs'][0])
+    return str(w.get('dtype', 'BFLOAT16')).upper()
+
+
+def class_cost(rec: dict, cost: OpCost, grid_cores: int) -> ClassCost:
+    """The per-class kernel time of one record (its roofline `cost` gives the bytes it moves).
+
+    Never below the roofline; SDPA and the bytes-bound classes at least a program's fixed cost
+    plus their bytes at the measured rates.
+    """
+    kind = op_kind(rec['device_op'])
+    cores = int(rec.get('cores') or grid_cores)
+    fixed = oc.program_fixed_s()
+    moved = fixed + oc.bytes_s(cost.dram_bytes, cost.l1_bytes, cores)
+    fid = rec.get('math_fidelity') or DEFAULT_FIDELITY.get(kind, 'HiFi4')
+    if kind in ('matmul', 'conv') and cost.flops:
+        config = 'tuned' if str(rec['inputs'][0].get('buffer') or 'DRAM').upper() == 'L1' \
+            else 'oob'
+        if kind == 'conv':
+            config = 'tuned'        # conv2d shards its input itself
+        fit = oc.matmul_fit(config, _weight_dtype(rec), fid)
+        pm, pn, kt = _matmul_parts(rec, cores)
+        # the GEMM tables' DRAM rows include their operands' DRAM traffic (faster than the
+        # 344 GB/s of a generic reader): never below the roofline, else the fitted price
+        if kind == 'matmul':
+            t = oc.matmul_kernel_s(fit, pm, pn, kt, fid)
+            return ClassCost(kind, max(t, cost.ideal_s),
+                             f'GEMM {fit.config} {fit.dtype} {fit.fidelity}')
+        # a conv's activations are its own L1 shards (halo'd): only its weights stream in
+        t = oc.conv_kernel_s(fit, pm, pn, kt, fid)
+        return ClassCost(kind, max(t, cost.ideal_s),
+                         f'ResNet-50 x GEMM {fit.config} {fit.dtype} {fit.fidelity}')
+    if kind == 'sdpa':
+        q, k = _dims(rec['inputs'][0]), _dims(rec['inputs'][1])
+        qc, kc = rec.get('chunks') or (32, 32)
+        b = math.prod(q[:-3]) if len(q) > 3 else 1
+        work = oc.sdpa_work(b, q[-3] if len(q) > 2 else 1, q[-2], k[-2], q[-1], qc, kc,
+                            cores, fid)
+        return ClassCost(kind, max(oc.sdpa_kernel_s(oc.sdpa_fit(), work), moved),
+                         'pplx SDPA fit')
+    if kind == 'norm':
+        # two passes over the input (statistics, then normalise) and one write, at the measured
+        # DRAM rate (the RMSNorm figure of blackhole_figures is the check of this)
+        ins = [t for t in rec['inputs'][:1]]
+        extra_dram = sum(tensor_bytes(t) for t in ins
+                         if str(t.get('buffer') or 'DRAM').upper() == 'DRAM')
+        extra_l1 = sum(tensor_bytes(t) for t in ins if str(t.get('buffer')).upper() == 'L1')
+        return ClassCost(kind, fixed + oc.bytes_s(cost.dram_bytes + extra_dram,
+                                                  cost.l1_bytes + extra_l1, cores),
+                         'bytes x DRAM report')
+    if kind == 'rope':
+        # one x @ T tile product per tile at its fidelity, the rest its bytes
+        tiles = math.prod(_dims(rec['inputs'][0])) / 1024
+        fpu = -(-tiles // cores) * oc.fig.CYCLES_PER_TILE[fid] / oc.CLOCK_HZ
+        return ClassCost(kind, max(moved, fixed + fpu), 'bytes x DRAM report')
+    return ClassCost(kind, moved, 'bytes x DRAM report')
+
+
+def op_estimate(rec: dict, grid_cores: int) -> tuple[OpCost, ClassCost]:
+    """(roofline, per-class price) of one record."""
+    cost = op_cost(rec, grid_cores)
+    return cost, class_cost(rec, cost, grid_cores)
+
+
+def regrid(records: list[dict], grid: tuple[int, int]) -> list[dict]:
+    """The records as they would run on another compute grid (12x10: ETH dispatch).
+
+    The mock p150 refuses ETH dispatch, so a 12x10 forward cannot be recorded; each 11x10 record
+    is moved instead: an op that used the whole recorded grid (or names no core count) gets the
+    whole new grid, its tiles split over it again (compute_cycles, _block, SDPA's split read
+    the grid), so its per-core work shrinks as the grid grows. An op on a subset of the grid
+    (a sharded tensor's cores) keeps its cores: its shards do not move by themselves.
+    """
+    out = []
+    for r in records:
+        old = r.get('grid')
+        whole = (old[0] * old[1]) if old else None
+        new = dict(r, grid=[grid[0], grid[1]])
+        if r.get('cores') in (None, whole):
+            new['cores'] = grid[0] * grid[1] if r.get('cores') else None
+        out.append(new)
+    return out
+
+
 def estimate(records: list[dict], grid_cores: int, efficiency: float | None = None) -> dict:
-    """Per-op costs and the per-group table of a forward's records (JSON-ready)."""
+    """Per-op, per-group, per-class and total figures of a forward's records (JSON-ready).
+
+    efficiency: the single factor (None: calibration()'s, from the ViT-base demo).
+    """
     cal = calibration()
     eff = cal.efficiency if efficiency is None else float(efficiency)
-    costs = [op_cost(r, grid_cores) for r in records]
-    groups = {}
-    for g in GROUPS:
-        cs = [c for c in costs if c.group == g]
+    gap = oc.dispatch_gap_s()
+    pairs = [op_estimate(r, grid_cores) for r in records]
+
+    def row(sel: list) -> dict:
+        ideal = sum(c.ideal_s for c, _ in sel)
+        kernel = sum(k.kernel_s for _, k in sel)
         by_bound = {}
-        for c in cs:
+        for c, _ in sel:
             by_bound[c.bound] = by_bound.get(c.bound, 0.0) + c.ideal_s
-        ideal = sum(c.ideal_s for c in cs)
-        groups[g] = {'ops': len(cs), 'gflop': sum(c.flops for c in cs) / 1e9,
-                     'dram_mb': sum(c.dram_bytes for c in cs) / 1e6,
-                     'l1_mb': sum(c.l1_bytes for c in cs) / 1e6,
-                     'ideal_ms': ideal * 1e3, 'calibrated_ms': ideal / eff * 1e3,
-                     'bound': max(by_bound, key=by_bound.get) if by_bound else '-',
-                     'ideal_ms_by_bound': {k: v * 1e3 for k, v in sorted(by_bound.items())}}
-    ideal = sum(c.ideal_s for c in costs)
+        return {'ops': len(sel), 'gflop': sum(c.flops for c, _ in sel) / 1e9,
+                'dram_mb': sum(c.dram_bytes for c, _ in sel) / 1e6,
+                'l1_mb': sum(c.l1_bytes for c, _ in sel) / 1e6,
+                'ideal_ms': ideal * 1e3, 'kernel_ms': kernel * 1e3,
+                'estimate_ms': (kernel + gap * len(sel)) * 1e3,
+                'single_factor_ms': ideal / eff * 1e3,
+                'bound': max(by_bound, key=by_bound.get) if by_bound else '-'}
+
     floor = compute_floor_s(records, grid_cores)
-    return {'kind': 'ESTIMATE (roofline from the real library\'s op decisions; not a '
-                    'measurement)',
-            'efficiency': eff, 'calibration': asdict(cal), 'grid_cores': grid_cores,
-            'ops': len(costs), 'groups': groups,
-            'total': {'ideal_ms': ideal * 1e3, 'calibrated_ms': ideal / eff * 1e3,
-                      'gflop': sum(c.flops for c in costs) / 1e9,
-                      'dram_mb': sum(c.dram_bytes for c in costs) / 1e6},
-            'compute_floor': {'ideal_ms': floor * 1e3, 'calibrated_ms': floor / eff * 1e3},
-            'per_op': [dict(asdict(c), ideal_s=c.ideal_s, bound=c.bound) for c in costs],
+    return {'kind': 'ESTIMATE (from the real library\'s op decisions and published Blackhole '
+                    'measurements; not a measurement)',
+            'grid_cores': grid_cores, 'ops': len(pairs), 'single_factor': eff,
+            'calibration': asdict(cal), 'dispatch_gap_us': gap * 1e6,
+            'groups': {g: row([p for p in pairs if p[0].group == g]) for g in GROUPS},
+            'classes': {k: row([p for p in pairs if p[1].cls == k])
+                        for k in sorted({p[1].cls for p in pairs})},
+            'total': row(pairs),
+            'compute_floor': {'ideal_ms': floor * 1e3, 'single_factor_ms': floor / eff * 1e3},
+            'per_op': [dict(asdict(c), ideal_s=c.ideal_s, bound=c.bound, cls=k.cls,
+                            kernel_s=k.kernel_s, basis=k.basis) for c, k in pairs],
             'leaves_out': LEAVES_OUT}
 
 
-LEAVES_OUT = ('op-to-op dispatch gaps (the calibration is device-kernel time); NoC contention '
-              'and DRAM bank conflicts; kernel quality differences between ops; SFPU cost of '
-              'eltwise math; host, PCIe upload and readback time')
+LEAVES_OUT = ('NoC contention and DRAM bank conflicts; the SFPU cost of eltwise math; a lowered '
+              'AICLK under sustained load; fp32 accumulation (the GEMM tables do not say); '
+              'host, PCIe upload and readback time')
 
 
 def format_table(est: dict, title: str) -> str:
-    """The per-group table as text, headed by what it is (an estimate)."""
-    lines = [f'{title}: ESTIMATE, not a measurement (efficiency {est["efficiency"]:.3f}, '
-             f'{est["grid_cores"]} cores, {est["ops"]} device ops)',
-             f'{"group":<14}{"ops":>6}{"GFLOP":>9}{"DRAM MB":>10}{"ideal ms":>10}'
-             f'{"calib ms":>10}  bound']
+    """Per group: the roofline, the per-class estimate and the single-factor figure."""
+    lines = [f'{title}: ESTIMATE, not a measurement ({est["grid_cores"]} cores, {est["ops"]} '
+             f'device ops, {est["dispatch_gap_us"]:.1f} us dispatch gap per op in a trace)',
+             f'{"group":<14}{"ops":>5}{"GFLOP":>8}{"DRAM MB":>9}{"roofline":>10}'
+             f'{"estimate":>10}{"kernels":>9}{"1-factor":>10}  roofline bound']
     for g, row in est['groups'].items():
-        if not row['ops']:
-            continue
-        lines.append(f'{g:<14}{row["ops"]:>6}{row["gflop"]:>9.1f}{row["dram_mb"]:>10.1f}'
-                     f'{row["ideal_ms"]:>10.3f}{row["calibrated_ms"]:>10.3f}  {row["bound"]}')
+        if row['ops']:
+            lines.append(f'{g:<14}{row["ops"]:>5}{row["gflop"]:>8.1f}{row["dram_mb"]:>9.1f}'
+                         f'{row["ideal_ms"]:>10.3f}{row["estimate_ms"]:>10.3f}'
+                         f'{row["kernel_ms"]:>9.3f}{row["single_factor_ms"]:>10.3f}  '
+                         f'{row["bound"]}')
     t = est['total']
-    lines.append(f'{"total":<14}{est["ops"]:>6}{t["gflop"]:>9.1f}{t["dram_mb"]:>10.1f}'
-                 f'{t["ideal_ms"]:>10.3f}{t["calibrated_ms"]:>10.3f}')
-    if 'compute_floor' in est:
-        f = est['compute_floor']
-        lines.append(f'compute floor (every MAC at its fidelity on all {est["grid_cores"]} cores, '
-                     f'nothing else): {f["ideal_ms"]:.3f} ms ideal, {f["calibrated_ms"]:.3f} ms '
-                     'calibrated')
+    lines.append(f'{"total ms":<14}{est["ops"]:>5}{t["gflop"]:>8.1f}{t["dram_mb"]:>9.1f}'
+                 f'{t["ideal_ms"]:>10.3f}{t["estimate_ms"]:>10.3f}{t["kernel_ms"]:>9.3f}'
+                 f'{t["single_factor_ms"]:>10.3f}')
+    lines.append('by class (estimate ms): ' + ', '.join(
+        f'{k} {v["estimate_ms"]:.2f} ({v["ops"]})' for k, v in est['classes'].items()))
+    f = est['compute_floor']
+    lines.append(f'compute roofline alone (every MAC at its fidelity on all {est["grid_cores"]} '
+                 f'cores, nothing else): {f["ideal_ms"]:.3f} ms')
     lines.append(f'left out: {est["leaves_out"]}')
     return '\n'.join(lines)
