@@ -3,7 +3,9 @@
 rule-v1 weights, against the golden fixtures (our fp32 torch models match them to ~1e-5). DA3 runs
 its default preset 'fast-hifi4' (float32-residual-head's numbers on the speed layout) against the
 issue's gate (depth PCC >= 0.9999; measured 0.99991, max rel 0.026) and 'bfloat16' beside it
-(0.99885; gated at 0.998, reported); DUSt3R its default 'fast' (raw PCC >= 0.995 per channel). For
+(0.99885; gated at 0.998, reported); DUSt3R its default 'fast' (raw PCC >= 0.995 per channel).
+Beside each PCC gate, the error's magnitude (median and p99 relative error of the depth, per
+3-D point of the pointmaps) and, for DA3, the sky mask's agreement. For
 comparison, our torch model run entirely in bf16 on the same input measured 0.99949 (an all-bf16
 network does not reach the gate on these synthetic weights); that print-only control left the
 test (a bf16 Large forward on the CPU, ~5 s a run). One weight generation serves both rows.
@@ -18,14 +20,10 @@ from devtools.rule_weights import rule_v1_state_dict
 from support import dust3r_data
 from support.da3_fixtures import DATA as DA3_DATA
 from support.da3_fixtures import large_key_shapes, load_png_rgb
+from tt_depth_ros.engines.parity import compare_maps, mask_agreement, pcc
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 
 pytestmark = pytest.mark.slow
-
-
-def pcc(a, b) -> float:
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(),
-                             np.asarray(b, np.float64).ravel())[0, 1])
 
 
 BYTES = {'FLOAT32': 4.0, 'BFLOAT16': 2.0, 'BFLOAT8_B': 1088 / 1024, 'UINT8': 1.0}
@@ -45,9 +43,14 @@ def da3_large():
     gc.collect()
 
 
+# (depth PCC >=, median and p99 relative depth error <=, sky agreement >=) per preset: the PCC
+# gates as before; the magnitude bounds about 2.5x what DA3-Large gives with each
+LARGE_BOUNDS = {None: (0.9999, 0.02, 0.05, 0.999), 'bfloat16': (0.998, 0.03, 0.1, 0.998)}
+
+
 @pytest.mark.xdist_group('full_size_heavy')    # test/conftest.py; the DUSt3R test: `full_size`
-@pytest.mark.parametrize('dtype,gate', [(None, 0.9999), ('bfloat16', 0.998)])
-def test_da3_large_280x504(ttnn, da3_large, dtype, gate):
+@pytest.mark.parametrize('dtype', [None, 'bfloat16'])
+def test_da3_large_280x504(ttnn, da3_large, dtype):
     sd, g = da3_large
     img = load_png_rgb('large_280x504.png')
     with build_ttnn_engine('da3metric-large', state_dict=sd, dtype=dtype) as eng:
@@ -56,16 +59,21 @@ def test_da3_large_280x504(ttnn, da3_large, dtype, gate):
                       for t in eng.ctx.device.live_tensors())   # before prepare: linear/LN only
         out = eng.infer(img)
         ops = len(next(iter(eng.ctx.device._traces.values())).records)
-    ref = g['depth'][0]
-    p = pcc(out['depth'], ref)
-    rel = np.abs(out['depth'] - ref) / ref
-    print(f'DA3 large 280x504 [{name}]: depth PCC {p:.6f}, max rel {rel.max():.4f}, median rel '
-          f'{np.median(rel):.5f}; sky-logit sign agreement '
-          f'{np.mean((out["sky"] > 0) == (g["sky"][0] > 0)):.4f}; linear/LN weights '
+    a = compare_maps(g['depth'][0], out['depth'])
+    sky = mask_agreement(g['sky'][0] >= 0.3, out['sky'] >= 0.3)     # upstream's sky threshold
+    print(f'DA3 large 280x504 [{name}]: depth {a}; sky agreement {sky:.4f}; linear/LN weights '
           f'{weights / 1e6:.0f} MB, {ops} ops/forward')
     assert name == (dtype or 'fast-hifi4')
-    assert p >= gate
+    floor, median, p99, sky_min = LARGE_BOUNDS[dtype]
+    assert a.pcc >= floor and a.finite_mismatch == 0, str(a)
+    assert a.median_rel <= median and a.p99_rel <= p99, str(a)
+    assert sky >= sky_min
     gc.collect()
+
+
+# median and p99 relative error per 3-D point <=: about 2x what the default gives (its bf16
+# pointmaps are 10-20 % off fp32 per point on the synthetic weights, a scale PCC does not see)
+DUST3R_BOUNDS = (0.4, 0.9)
 
 
 def test_dust3r_full_384x512(ttnn):
@@ -81,9 +89,10 @@ def test_dust3r_full_384x512(ttnn):
         ref = g[f'raw{v}'][0].transpose(1, 2, 0)
         per_ch = [pcc(raw[..., c], ref[..., c]) for c in range(4)]
         pts_ref = g['pts3d' if v == 1 else 'pts3d_in_other_view'][0]
-        p_pts = pcc(out[f'pts3d_{v}'][np.ix_(rows, cols)], pts_ref)
+        pts = compare_maps(pts_ref, out[f'pts3d_{v}'][np.ix_(rows, cols)], vector_axis=-1)
         p_conf = pcc(out[f'conf_{v}'][np.ix_(rows, cols)], g[f'conf{v}'][0])
         print(f'DUSt3R full 384x512 view {v}: raw PCC per channel '
-              f'{[round(x, 5) for x in per_ch]}, pts3d PCC {p_pts:.5f}, conf PCC {p_conf:.5f}')
+              f'{[round(x, 5) for x in per_ch]}, pts3d {pts}, conf PCC {p_conf:.5f}')
         assert min(per_ch) >= 0.995
+        assert pts.median_rel <= DUST3R_BOUNDS[0] and pts.p99_rel <= DUST3R_BOUNDS[1], str(pts)
     gc.collect()
