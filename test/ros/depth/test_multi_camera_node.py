@@ -5,9 +5,10 @@ cameras (two sizes; rgb8, bgr8 and compressed PNG input; each its own intrinsics
 for each camera, a single-camera depth node (`cameras` empty) in a namespace of its own, all on the
 tiny DA3 model (torch-cpu, float32). Each frame goes to both; depth, depth/camera_info and points
 (xyzrgb: the decoded colours too) must be equal field by field, their data byte for byte, and
-every camera's outputs carry its own frame only. Then the node's per-camera diagnostics, and a cleanup that closes the one
-engine it built. A second test: cameras whose sizes need more prepared shapes than the engine
-keeps fail configure with a message naming them.
+every camera's outputs carry its own frame only. Then the node's per-camera diagnostics, and a
+cleanup that closes the one engine it built. Cameras whose sizes need more prepared shapes than
+the engine keeps fail configure with a message naming them. A relative (any-view) model scales
+each camera by its own metric image (per-camera scale inputs and figures).
 """
 import cv2
 import numpy as np
@@ -162,5 +163,49 @@ def test_more_shapes_than_the_engine_keeps_fail_configure():
         assert 'need 2 prepared shapes' in node.stats.last_error
         assert '/mcs/a 64x48' in node.stats.last_error and node.engine is None
     finally:
+        node.destroy_node()
+        probe.close()
+
+
+def test_relative_cameras_keep_their_own_scale():
+    """Any-view (relative) kind, scale_source depth: each camera scales by its own metric image."""
+    from support.fake_engines.known_anyview import scene
+    from tt_depth_ros.ros.depth.node import DepthNode
+    from tt_depth_ros.ros.msgs.depth import depth_image_msg, image_msg_to_depth
+    nh, nw = 168, 224
+    z, _ = scene(nh, nw, 1.5, 12.0, 0.8)
+    args = '{"kind": "anyview", "height": 1.5, "wall_z": 12.0, "focal_frac": 0.8, "rel_scale": 4.0}'
+    cams = {'/rs/a': 2.0, '/rs/b': 3.0}      # camera -> its metric image's factor on the scene
+    probe = RosProbe('mc_rel_probe')
+    params = _overrides(engine_plugin='support.fake_engines.known_anyview:KnownAnyviewEngine',
+                        engine_plugin_args=args, process_res=224, output_resolution='network',
+                        input_reliability='reliable', scale_source='depth', autostart=False,
+                        cameras=list(cams))
+    node = DepthNode('depth_node', namespace='/rs', context=probe.ctx, parameter_overrides=params)
+    try:
+        probe.executor.add_node(node)
+        assert node.trigger_configure() == OK and node.trigger_activate() == OK
+        pubs = {}
+        for cam in cams:
+            probe.subscribe(Image, f'{cam}/depth', RELIABLE)
+            pubs[cam] = (probe.publisher(Image, f'{cam}/image'),
+                         probe.publisher(Image, f'{cam}/metric_depth'))
+            for pub in pubs[cam]:
+                probe.wait_matched(pub)
+        for cam, factor in cams.items():
+            header = Header(frame_id=f'{cam[4:]}_optical')
+            header.stamp.sec = 7
+            pubs[cam][1].publish(depth_image_msg(z * np.float32(factor), header))
+            pubs[cam][0].publish(rgb_image_msg(np.full((240, 320, 3), 90, np.uint8), header))
+        wait_for(lambda: all(probe.got(f'{cam}/depth') for cam in cams), 30,
+                 what='metric depth of both cameras')
+        for cam, factor in cams.items():
+            np.testing.assert_allclose(image_msg_to_depth(probe.got(f'{cam}/depth')[0]),
+                                       z * factor, rtol=1e-5, err_msg=cam)
+        figures = {s.name: status_values(s) for s in node.diagnostics_statuses('active')}
+        for cam, factor in cams.items():
+            assert abs(float(figures[f'/rs/depth_node: {cam}']['scale']) - 4.0 * factor) < 1e-4
+    finally:
+        probe.executor.remove_node(node)
         node.destroy_node()
         probe.close()
