@@ -14,7 +14,11 @@ running. Then, for rviz/depth.rviz, rviz/pair.rviz and foxglove/tt_depth_ros.jso
   one of the launched nodes at the other end (its publisher, or its subscription for the camera
   inputs the displays also show);
 - every enabled RViz display's output topic delivers messages in the config's fixed frame, and
-  the pair node's /tf starts from that frame; the Foxglove 3-D panels follow those frames.
+  the pair node's /tf starts from that frame;
+- every topic a Foxglove 3-D panel names is subscribed, and every visible one must deliver
+  messages, all in the frame the panel follows (followTf). A hidden one (the pair panel's
+  /dust3r/path, like pair.rviz's disabled Path display: published in temporal mode with
+  publish_path only) must be in the graph with its type.
 """
 import json
 import os
@@ -27,6 +31,7 @@ import pytest
 import yaml
 from geometry_msgs.msg import PoseStamped
 from launch_run import LaunchRun, config_with, wait_state
+from nav_msgs.msg import Path as PathMsg
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
@@ -45,7 +50,7 @@ RVIZ_TYPES = {'rviz_default_plugins/Image': 'sensor_msgs/msg/Image',
               'rviz_default_plugins/Pose': 'geometry_msgs/msg/PoseStamped',
               'rviz_default_plugins/Path': 'nav_msgs/msg/Path'}
 MSG_CLASSES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/PointCloud2': PointCloud2,
-               'geometry_msgs/msg/PoseStamped': PoseStamped}
+               'geometry_msgs/msg/PoseStamped': PoseStamped, 'nav_msgs/msg/Path': PathMsg}
 FOXGLOVE_3D_TYPES = {'sensor_msgs/msg/PointCloud2', 'geometry_msgs/msg/PoseStamped',
                      'nav_msgs/msg/Path'}
 CAM_W, CAM_H = 160, 120
@@ -65,8 +70,8 @@ def rviz_config(name: str) -> tuple[str, list[dict]]:
     return vm['Global Options']['Fixed Frame'], displays
 
 
-def foxglove_layout() -> list[tuple[str, set[str], str | None]]:
-    """[(topic, allowed types, frame the panel follows)] of foxglove/tt_depth_ros.json."""
+def foxglove_layout() -> list[tuple[str, set[str], str | None, bool]]:
+    """[(topic, allowed types, frame the panel follows, visible)] of foxglove/tt_depth_ros.json."""
     doc = json.loads((ROOT / 'foxglove/tt_depth_ros.json').read_text())
     named = []
     for panel, cfg in doc['configById'].items():
@@ -74,13 +79,16 @@ def foxglove_layout() -> list[tuple[str, set[str], str | None]]:
         if kind == 'Image':
             mode = cfg['imageMode']
             named.append((mode['imageTopic'], {'sensor_msgs/msg/Image',
-                                               'sensor_msgs/msg/CompressedImage'}, None))
+                                               'sensor_msgs/msg/CompressedImage'}, None, True))
             if 'calibrationTopic' in mode:
-                named.append((mode['calibrationTopic'], {'sensor_msgs/msg/CameraInfo'}, None))
+                named.append((mode['calibrationTopic'], {'sensor_msgs/msg/CameraInfo'}, None,
+                              True))
         elif kind == '3D':
-            named += [(t, FOXGLOVE_3D_TYPES, cfg['followTf']) for t in cfg['topics']]
+            named += [(t, FOXGLOVE_3D_TYPES, cfg['followTf'], bool(c.get('visible', True)))
+                      for t, c in cfg['topics'].items()]
         elif kind == 'DiagnosticSummary':
-            named.append((cfg['topicToRender'], {'diagnostic_msgs/msg/DiagnosticArray'}, None))
+            named.append((cfg['topicToRender'], {'diagnostic_msgs/msg/DiagnosticArray'}, None,
+                          True))
         else:
             raise AssertionError(f'{panel}: a panel kind this test does not know')
     return named
@@ -190,26 +198,36 @@ def test_every_display_topic_and_frame_is_there(launched):
             if d['enabled'] and ours & NODES:
                 outputs[d['topic']] = (frame, d['type'])
     assert set(outputs) >= {'/camera/depth', '/camera/points', '/dust3r/points', '/dust3r/pose'}
-    for topic, (_, typ) in outputs.items():
+    # the Foxglove 3-D panels: every topic named is subscribed; the visible ones must deliver
+    followed = {}     # topic -> (frame the panel follows, visible)
+    for topic, allowed, follow, visible in foxglove_layout():
+        _assert_in_graph(probe, topic, allowed, 'foxglove/tt_depth_ros.json')
+        if follow is not None:
+            followed[topic] = (follow, visible)
+    assert '/dust3r/path' in followed and any(v for _, v in followed.values())
+    subscribed = {t: typ for t, (_, typ) in outputs.items()}
+    for topic in followed:
+        subscribed.setdefault(topic, next(i.topic_type for i in _endpoints(probe, topic)
+                                          if i.topic_type in FOXGLOVE_3D_TYPES))
+    for topic, typ in subscribed.items():
         probe.subscribe(MSG_CLASSES[typ], topic, RELIABLE)
     probe.subscribe(TFMessage, '/tf', RELIABLE)
     pair_frame = configs['pair.rviz'][0]
+    must_arrive = set(outputs) | {t for t, (_, visible) in followed.items() if visible}
 
     def everything_arrived():
         tf_ok = any(t.header.frame_id == pair_frame for m in probe.got('/tf')
                     for t in m.transforms)
-        return tf_ok and all(probe.got(t) for t in outputs)
+        return tf_ok and all(probe.got(t) for t in must_arrive)
     _feed(probe, everything_arrived)
-    missing = [t for t in outputs if not probe.got(t)]
+    missing = sorted(t for t in must_arrive if not probe.got(t))
     assert not missing, f'no messages on {missing}\n' + '\n'.join(r.log() for r in runs)
     for topic, (frame, _) in outputs.items():
         assert {m.header.frame_id for m in probe.got(topic)} == {frame}, topic
     assert everything_arrived(), f'no /tf from {pair_frame}:\n{runs[1].log()}'
-
-    for topic, allowed, follow in foxglove_layout():
-        _assert_in_graph(probe, topic, allowed, 'foxglove/tt_depth_ros.json')
-        if follow is not None and probe.got(topic):
-            assert {m.header.frame_id for m in probe.got(topic)} == {follow}, topic
+    for topic, (follow, visible) in followed.items():
+        frames = {m.header.frame_id for m in probe.got(topic)}
+        assert frames == {follow} if visible else frames <= {follow}, (topic, frames, follow)
     depth_log, pair_log = runs[0].log(), runs[1].log()
     assert depth_log.count('rviz2 is not on PATH') == 1, depth_log
     assert 'share/tt_depth_ros/rviz/depth.rviz' in depth_log, depth_log    # the installed config
