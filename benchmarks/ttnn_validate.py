@@ -9,7 +9,7 @@ devtools/ttnn/cost_model.py exactly as the engine's are, per stage and for the p
 measured configuration, and printed beside the port's measured times (DEVICE_VALIDATION.md).
 A stage measurement includes the harness's host transfers (image or taps up, outputs down):
 the estimate adds them at the RF-DETR port's measured upload rate (blackhole_figures).
-DA3: what issue #35 states of the DA3 port (reference_designs/da3_port.py, the unknown op list
+DA3: what the DA3 port's card states (reference_designs/da3_port.py, the unknown op list
 assumed) against its kernel sum and trace time.
 
 The estimate is trusted where a stage lands within +-30 %. The matmul, SDPA and conv prices are

@@ -13,8 +13,8 @@ from pathlib import Path
 
 CLOCK_HZ = 1.35e9               # Blackhole AICLK the reports convert cycles with (GEMM_FLOPS.md)
 GEMM_CSV = Path(__file__).with_name('data') / 'gemm_p150.csv'
-# Cycles per 32x32x32 tile product by fidelity (GEMM_FLOPS.md "Utilization derivation formula";
-# HiFi3 by the same rule: one 16-cycle pass per fidelity phase).
+# Cycles per 32x32x32 tile product by fidelity (GEMM_FLOPS.md, section Utilization derivation
+# formula; HiFi3 by the same rule: one 16-cycle pass per fidelity phase).
 CYCLES_PER_TILE = {'LoFi': 16, 'HiFi2': 32, 'HiFi3': 48, 'HiFi4': 64}
 
 
@@ -74,7 +74,7 @@ class SdpaPoint:
 
 
 # tt-metal models/demos/blackhole/pplx_embed_4b, doc/github_issues/
-# 03_sdpa_bs1_work_units_and_l1_footprint.md (stored 8203a65958df) and doc/PERF_GUIDE.md §9
+# 03_sdpa_bs1_work_units_and_l1_footprint.md (stored 8203a65958df) and PERF_GUIDE.md section 9
 # (0ba4bc7f8581): Qwen3-4B attention on one P150, Q [B,32,512,128], K/V [B,8,512,128] bfloat8_b
 # in L1, LoFi, no fp32 accumulation, exp_approx; device-kernel time. The batched rows were taken
 # under sustained load, when the board may have lowered AICLK to ~1.1-1.2 GHz (PERF_GUIDE §4).
@@ -122,7 +122,7 @@ RMSNORM_S = Figure(90e-6, 's', '04_rmsnorm_interleaved_bandwidth.md, 120 cores')
 # In-trace launch floor: changh95/tt-RF-DETR README.md (stored 0c4586095eef), step M1: decoder
 # layers of ~55 launches on [1,300,256] tensors "purely launch-bound (~16 us in-trace launch
 # floor on this p150a)".
-LAUNCH_FLOOR_S = Figure(16e-6, 's', 'tt-RF-DETR README "Step M1", p150a, in a metal trace')
+LAUNCH_FLOOR_S = Figure(16e-6, 's', 'tt-RF-DETR README, step M1, p150a, in a metal trace')
 
 # Convolution in a production CNN: tt-metal models/demos/blackhole/resnet50/tests/
 # test_perf_device_resnet50.py (stored 0e61efb3d210): expected device-kernel throughput on a p150,
@@ -132,7 +132,7 @@ RESNET50_SAMPLES_PER_S = Figure(12000.0, 'samples/s', 'test_perf_device_resnet50
                                 'batch 32, bfloat8_b, LoFi')
 RESNET50_MACS_PER_IMAGE = 4.09e9
 
-# Host <-> device: tt-RF-DETR README "Performance", host work per image: the upload of its
+# Host <-> device: tt-RF-DETR README, table Performance, host work per image: the upload of its
 # persistent float32 [16, 101, 608] buffer (3.93 MB) takes 0.30 ms.
 HOST_UPLOAD_BYTES_PER_S = Figure(16 * 101 * 608 * 4 / 0.30e-3, 'B/s',
-                                 'tt-RF-DETR README "Performance": 3.93 MB upload in 0.30 ms')
+                                 'tt-RF-DETR README, table Performance: 3.93 MB upload in 0.30 ms')

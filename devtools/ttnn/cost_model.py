@@ -224,11 +224,11 @@ def sdpa_reads(rec: dict) -> dict[int, float]:
     """How many times SDPA reads each input (by position) from where it lives.
 
     Q, K and V once: ttnn 0.81.1's SDPA forwards a head's K and V from core to core along a
-    chain of the cores working on that head (SDPAProgramConfig.max_cores_per_head_batch; tt-metal
-    docs/plans/sdpa_kv_chain_implementation_status.md), so every Q chunk after the first gets
-    them over the NoC (sdpa_restream_bytes), not from DRAM. The DUSt3R port measured its encoder
-    (24 SDPAs in 32-row chunks) at 21.05 ms, which per-chunk DRAM reads alone would exceed. A mask
-    is read for every head and batch, even when it broadcasts over heads.
+    chain of the cores working on that head (SDPAProgramConfig.max_cores_per_head_batch;
+    tt-metal docs/plans/sdpa_kv_chain_implementation_status.md), so every Q chunk after the
+    first gets them over the NoC (sdpa_restream_bytes), not from DRAM. The DUSt3R port measured
+    its encoder (24 SDPAs in 32-row chunks) at 21.05 ms, which per-chunk DRAM reads alone would
+    exceed. A mask is read for every head and batch, even when it broadcasts over heads.
     """
     q = _dims(rec['inputs'][0])
     reads = {1: 1.0, 2: 1.0}

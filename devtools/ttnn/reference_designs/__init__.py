@@ -2,7 +2,7 @@
 
 - tt_mast3r_dust3r.py: the DUSt3R port's ttnn calls (public code), played through the real
   library by player.py; its measured stage and pair times.
-- da3_port.py: what is known of the DA3 port (issue #35) and the assumed rest, as op lists;
+- da3_port.py: what is known of the DA3 port (its card's figures) and the assumed rest, as op lists;
   records() below turns them into device-op records.
 Imports devtools.ttnn only; player.py needs the project venv (torch) and the dry run's side venv.
 """

@@ -1,7 +1,8 @@
 """The measured DA3METRIC-LARGE port (changh95/tt-Depth-Anything-3) as data: what is known.
 
 Its code and op list are not public (the stored repository holds an earlier state and none of
-these figures); the facts below are the ones issue #35 states for it, and they are all the
+these figures); the facts below are the ones its card states, as the project's p150 speed brief
+quotes them (its p150 targets: docs/design.md §4), and they are all the
 validation may use:
 - DA3METRIC-LARGE at 518x518, a p150 with ETH dispatch: 120 cores (12x10), 1 command queue;
 - activations block-sharded; qkv, proj and fc2 at HiFi2 (with a weight debias: a weight scale,
@@ -18,7 +19,7 @@ its maps height-sharded in L1 from 74x74 up, block-sharded below.
 """
 from __future__ import annotations
 
-SOURCE = 'issue #35, seed figures of the DA3 port (not public elsewhere)'
+SOURCE = "the DA3 port's card figures, as the project's p150 speed brief quotes them"
 GRID = (12, 10)
 TOKENS = 1376                  # 1370 tile-padded
 MEASURED = {'ops': 265, 'kernel_ms': (11.46, 11.50), 'trace_ms': 13.49, 'run_ms': 14.93}

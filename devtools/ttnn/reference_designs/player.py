@@ -21,7 +21,7 @@ import torch
 from devtools.ttnn.dryrun import driver, environment
 from devtools.ttnn.dryrun.bridge import Bridge
 
-L1_SMALL_SIZE = 32 * 1024           # the port's open_device (DEVICE_VALIDATION.md §1)
+L1_SMALL_SIZE = 32 * 1024           # the port's open_device (its DEVICE_VALIDATION.md, section 1)
 
 
 class Player:

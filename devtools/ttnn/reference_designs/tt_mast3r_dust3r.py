@@ -1,9 +1,10 @@
 """The measured DUSt3R port (changh95/tt-mast3r) as data: its ttnn calls, configs and timings.
 
-Facts only, read from the port's public files (not its code): every call names the function of
-`models/demos/mast3r/tt/ttnn_dust3r.py` (stored commit 076d8eadf3bd) it comes from and the call
-as written there; every measurement names its row of `DEVICE_VALIDATION.md` (same commit),
-section "Results (device, 2026-09-13)", table "What ran, in order". The port runs a 512x512 pair
+Facts only, read from the port's public files (not its code): every call names the function
+of changh95/tt-mast3r `models/demos/mast3r/tt/ttnn_dust3r.py` (stored commit 076d8eadf3bd) it
+comes from and the call as written there; every measurement names its row of
+`DEVICE_VALIDATION.md` (same commit), section "Results (device, 2026-09-13)", table "What ran,
+in order". The port runs a 512x512 pair
 (32x32 = 1024 tokens per view), its encoder at batch 2, on a p150a with Tensix dispatch (11x10
 grid, `device.compute_with_storage_grid_size()`), tt-metal v0.78.0-dev.
 
@@ -17,13 +18,13 @@ does not pass are the library's defaults (recorded by the library, not assumed h
 from __future__ import annotations
 
 SOURCE = {'repo': 'changh95/tt-mast3r', 'commit': '076d8eadf3bd8d9a633b8707a8fb8695f689a42b',
-          'code': 'models/demos/mast3r/tt/ttnn_dust3r.py',
+          'code': 'ttnn_dust3r.py (changh95/tt-mast3r models/demos/mast3r/tt/ttnn_dust3r.py)',
           'measurements': 'DEVICE_VALIDATION.md, "Results (device, 2026-09-13)"'}
 GRID = (11, 10)
 H = W = 512
 TOKENS = 1024                       # 32 x 32 per view
 
-# The port's knobs per measured configuration (DEVICE_VALIDATION.md "What ran, in order"):
+# The port's knobs per measured configuration (DEVICE_VALIDATION.md, table What ran, in order):
 # TT_FUSED=1 (rotary_embedding_llama, conv weight cache, DPT TILE reshape + relu fusion) always;
 # MAST3R_FUSED_MM selects _mm_residual's form, MAST3R_SDPA_CHUNKS the SDPA program config.
 VARIANTS = {
@@ -272,7 +273,8 @@ STAGES = {
 # Host traffic of each harness measurement (bytes up, bytes down): full_encoder uploads the
 # image, full_decoder the two encoder outputs (both read their outputs back, to_torch);
 # dpt_head_device the four taps, and reads back its [1, 1, 262144, 4] TILE output (16.8 MB,
-# 32-wide tiles: DEVICE_VALIDATION.md §4); the traced pair uploads the image, reads two outputs.
+# 32-wide tiles: DEVICE_VALIDATION.md section 4); the traced pair uploads the image, reads two
+# outputs.
 HOST_BYTES = {'encoder': (2 * 3 * H * W * 2, 2 * TOKENS * 1024 * 2),
               'decoder': (2 * TOKENS * 1024 * 2, 2 * TOKENS * 768 * 2),
               'DPT head': ((1024 + 3 * 768) * TOKENS * 2, H * W * 32 * 2),
