@@ -81,22 +81,22 @@ def _row_features(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _fit_series(rows) -> tuple[float, float, float]:
     """(t0, eta, rate) minimising the squared log error over `rows` (grid search, refined).
 
-    Deterministic and numpy-only: a coarse grid over t0 in [0, 20] us, eta in [0.3, 1], rate in
-    [1, 300] GB/s (log), then five refinements around the best point.
+    Deterministic and numpy-only: an 11-point grid over t0 in [0, 20] us, eta in [0.3, 1], rate
+    in [1, 300] GB/s (log), then eleven refinements around the best point, each to half the span.
     """
     w, r, y = _row_features(rows)
     lo = np.array([0.0, 0.3, math.log(1e9)])
     hi = np.array([20e-6, 1.0, math.log(300e9)])
     best = None
-    for _ in range(6):
-        axes = [np.linspace(lo[i], hi[i], 25) for i in range(3)]
+    for _ in range(12):
+        axes = [np.linspace(lo[i], hi[i], 11) for i in range(3)]
         t0, eta, lr = np.meshgrid(*axes, indexing='ij')
         t0, eta, rate = t0[..., None], eta[..., None], np.exp(lr)[..., None]
         model = t0 + np.maximum(w / eta, r / rate)
         err = (np.log(model / y) ** 2).sum(axis=-1)
         i = np.unravel_index(np.argmin(err), err.shape)
         best = np.array([axes[0][i[0]], axes[1][i[1]], axes[2][i[2]]])
-        span = (hi - lo) / 6
+        span = (hi - lo) / 4
         lo, hi = np.maximum(best - span, [0.0, 0.3, math.log(1e9)]), \
             np.minimum(best + span, [20e-6, 1.0, math.log(300e9)])
     return float(best[0]), float(best[1]), float(math.exp(best[2]))
