@@ -486,12 +486,12 @@ def class_cost(rec: dict, cost: OpCost, grid_cores: int) -> ClassCost:
     if kind == 'norm':
         # two passes over the input (statistics, then normalise) and one write, at the measured
         # DRAM rate (the RMSNorm figure of blackhole_figures is the check of this)
-        ins = [t for t in rec['inputs'][:1]]
-        extra_dram = sum(tensor_bytes(t) for t in ins
-                         if str(t.get('buffer') or 'DRAM').upper() == 'DRAM')
-        extra_l1 = sum(tensor_bytes(t) for t in ins if str(t.get('buffer')).upper() == 'L1')
-        return ClassCost(kind, fixed + oc.bytes_s(cost.dram_bytes + extra_dram,
-                                                  cost.l1_bytes + extra_l1, cores),
+        x = rec['inputs'][0]
+        in_dram = str(x.get('buffer') or 'DRAM').upper() == 'DRAM'
+        second = tensor_bytes(x)
+        return ClassCost(kind, fixed + oc.bytes_s(cost.dram_bytes + (second if in_dram else 0),
+                                                  cost.l1_bytes + (0 if in_dram else second),
+                                                  cores),
                          'bytes x DRAM report')
     if kind == 'rope':
         # one x @ T tile product per tile at its fidelity, the rest its bytes
