@@ -33,6 +33,20 @@ class OpCall(NamedTuple):
     program_config: bool
 
 
+def family_presets(family: str) -> list[str]:
+    """The preset names `family` ('da3', 'dust3r') takes: parse_precision refuses the others."""
+    from tt_depth_ros.engines.ttnn.precision import PRESETS, parse_precision
+
+    names = []
+    for name in PRESETS:
+        try:
+            parse_precision(name, family)
+        except ValueError:
+            continue
+        names.append(name)
+    return names
+
+
 @contextmanager
 def standin_as_ttnn():
     """The stand-in as sys.modules['ttnn'], the weight cache off (a module fixture's scope)."""
@@ -81,9 +95,8 @@ def assert_preset_active(case: str, p, calls: Counter) -> None:
     def seen(attr, ops=MATMUL_OPS, **where):
         return {getattr(c, attr) for c in calls if c.op in ops
                 and all(getattr(c, k) == v for k, v in where.items())}
-    from tt_depth_ros.engines.ttnn.precision import ROLES
-
-    settings = {p.matmul_setting(role) for role in (None, *ROLES)}
+    # what the preset declares (its own setting and its roles'), not how the engine looks it up
+    settings = {(p.fidelity, p.fp32_acc)} | {(r.fidelity, r.fp32_acc) for r in p.roles}
     fidelities = {f for f, _ in settings}
     assert seen('fidelity') == fidelities, \
         f'{case} {p.name}: math fidelities {seen("fidelity")}, declared {fidelities}'

@@ -17,7 +17,12 @@ import torch
 from PIL import Image
 
 from devtools.rule_weights import rule_v1_state_dict
-from support.ttnn_presets import assert_preset_active, hot_path, standin_as_ttnn
+from support.ttnn_presets import (
+    assert_preset_active,
+    family_presets,
+    hot_path,
+    standin_as_ttnn,
+)
 from tt_depth_ros.engines.parity import compare_maps, pcc
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.engines.ttnn.precision import parse_precision
@@ -76,6 +81,13 @@ def test_non_default_preset_is_active_and_within_bounds(presets, name):
         assert a.finite_mismatch == 0 and a.pcc >= floor, str(a)
         assert ROUNDOFF_REL < a.median_rel <= median and a.p99_rel <= p99, str(a)
         assert np.all(out[f'conf_{v}'] >= 1.0)
+
+
+def test_every_dust3r_preset_is_gated():
+    """Each preset DUSt3R takes is the default (test_fast_precision.py) or has stated bounds."""
+    from tt_depth_ros.engines.ttnn.precision import DEFAULTS
+    ungated = sorted(set(family_presets('dust3r')) - {DEFAULTS['dust3r']} - set(PRESET_BOUNDS))
+    assert not ungated, f'DUSt3R presets without stated bounds in PRESET_BOUNDS: {ungated}'
 
 
 def test_non_default_presets_give_their_own_numbers(presets):
