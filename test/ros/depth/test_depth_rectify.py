@@ -86,13 +86,19 @@ def rectified_P(model, d):
     return cv2.getOptimalNewCameraMatrix(K, d, (W, H), 0.0)[0]
 
 
-def distorted_frame(model, d, R=None):
-    """The lens's view, coding planar depth along the camera axis (R: along R's rotated axis)."""
+def distorted_frames(model, d, R):
+    """The lens's view coding planar depth along the camera axis, and along R's rotated axis.
+
+    One ray cast for both: the z of each seen point in the rectified frame is depth * (R ray)_z.
+    """
     rays = pixel_rays(model, K, d, W, H)
     _, depth = render(default_scene(), K, W, H, POSE, rays_cam=rays)
-    if R is not None:   # z of each seen point in the rectified frame: depth * (R ray)_z
-        depth = depth * (rays @ R[2]).reshape(H, W)
-    return encode_depth(depth, Z_STEP)
+    return (encode_depth(depth, Z_STEP),
+            encode_depth(depth * (rays @ R[2]).reshape(H, W), Z_STEP))
+
+
+def distorted_frame(model, d):
+    return distorted_frames(model, d, np.eye(3))[0]
 
 
 def camera_info(model, d, P, header, R=None):
@@ -144,9 +150,9 @@ def test_distorted_lenses_are_rectified_and_the_geometry_matches():
                       'camera_info_wait_s': 5.0}
             _, gt = render(default_scene(), P, W, H, POSE)
             _, gt_stereo = render(default_scene(), P, W, H, rotated_pose(R_stereo))
-            frames = (('auto', None, distorted_frame(model, d), gt),
-                      ('stereo', R_stereo, distorted_frame(model, d, R_stereo), gt_stereo),
-                      ('disabled', None, distorted_frame(model, d), gt))
+            plain, turned = distorted_frames(model, d, R_stereo)
+            frames = (('auto', None, plain, gt), ('stereo', R_stereo, turned, gt_stereo),
+                      ('disabled', None, plain, gt))
             with spawn(depth_node_cmd(NS, params), env=child_env(), name=f'rect-{i}') as proc:
                 probe.wait_matched(img_pub, timeout=60)
                 probe.wait_matched(info_pub)
