@@ -124,25 +124,26 @@ def compare(before_path: str, after_path: str) -> str:
 
 def table(paths: list[str]) -> str:
     """One row per (model, preset, size) of --json runs, on 11x10 and (regridded) 12x10."""
+    runs = [r for p in paths for r in json.loads(Path(p).read_text())['runs']]
+    w = max([len(str(r.get('precision'))) for r in runs] + [6]) + 2
     lines = ['p150 device time per forward, ms: ESTIMATES (docs/ttnn-estimate.md); roofline = no '
              'efficiency (the only floor), estimate = per-class model in a trace',
-             f'{"model":<22}{"preset":<40}{"size":<9}{"ops":>5}{"roofline":>9}{"estimate":>9}'
+             f'{"model":<22}{"preset":<{w}}{"size":<9}{"ops":>5}{"roofline":>9}{"estimate":>9}'
              f'{"kernels":>8}{"1-factor":>9}{"12x10 roof":>11}{"12x10 est":>10}  target']
-    for p in paths:
-        for r in json.loads(Path(p).read_text())['runs']:
-            for size, e in r['sizes'].items():
-                if size.startswith('camera'):
-                    continue
-                t = cost.estimate(e['records'], e['grid_cores'])['total']
-                t12 = cost.estimate(cost.regrid(e['records'], (12, 10)), 120)['total']
-                tgt = TARGETS_MS.get((r['engine_model'], size))
-                verdict = '-' if tgt is None else (
-                    f'{tgt}: {"met" if t["estimate_ms"] <= tgt else "not met"} (11x10), '
-                    f'{"met" if t12["estimate_ms"] <= tgt else "not met"} (12x10)')
-                lines.append(f'{r["engine_model"]:<22}{str(r.get("precision")):<40}{size:<9}'
-                             f'{e["ops"]:>5}{t["ideal_ms"]:>9.2f}{t["estimate_ms"]:>9.2f}'
-                             f'{t["kernel_ms"]:>8.2f}{t["single_factor_ms"]:>9.2f}'
-                             f'{t12["ideal_ms"]:>11.2f}{t12["estimate_ms"]:>10.2f}  {verdict}')
+    for r in runs:
+        for size, e in r['sizes'].items():
+            if size.startswith('camera'):
+                continue
+            t = cost.estimate(e['records'], e['grid_cores'])['total']
+            t12 = cost.estimate(cost.regrid(e['records'], (12, 10)), 120)['total']
+            tgt = TARGETS_MS.get((r['engine_model'], size))
+            verdict = '-' if tgt is None else (
+                f'{tgt}: {"met" if t["estimate_ms"] <= tgt else "not met"} (11x10), '
+                f'{"met" if t12["estimate_ms"] <= tgt else "not met"} (12x10)')
+            lines.append(f'{r["engine_model"]:<22}{str(r.get("precision")):<{w}}{size:<9}'
+                         f'{e["ops"]:>5}{t["ideal_ms"]:>9.2f}{t["estimate_ms"]:>9.2f}'
+                         f'{t["kernel_ms"]:>8.2f}{t["single_factor_ms"]:>9.2f}'
+                         f'{t12["ideal_ms"]:>11.2f}{t12["estimate_ms"]:>10.2f}  {verdict}')
     return '\n'.join(lines)
 
 
