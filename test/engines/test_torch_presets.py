@@ -5,6 +5,8 @@ Tiny models only; the full-size accuracy gates ride on the full-size parity test
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -21,6 +23,7 @@ from tt_depth_ros.engines.torch.presets import (
     resolve_preset,
 )
 from tt_depth_ros.models.layers.linear_kernels import LinearKernel
+from tt_depth_ros.ros.depth.params import DepthParams
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
 from tt_depth_ros.ros.runtime.engine_builder import build_node_engine
 
@@ -141,8 +144,7 @@ def test_node_parameter_reaches_the_engine(tmp_path):
     spec = {s.name: s for s in COMMON_PARAMS}['torch_dtype']
     assert spec.default == 'auto' and set(spec.choices) == set(CHOICES)
     path = write_safetensors(tiny_state_dict(), tmp_path / 'model.safetensors')
-    p = {'model': 'da3metric-tiny', 'weights_path': str(path), 'backend': 'torch-cpu',
-         'device_id': 0, 'revision': '', 'engine_plugin': '', 'engine_plugin_args': '{}'}
+    p = DepthParams(model='da3metric-tiny', weights_path=str(path), backend='torch-cpu')
 
     class Log:
         def __init__(self):
@@ -157,6 +159,6 @@ def test_node_parameter_reaches_the_engine(tmp_path):
     for value, want in (('int8', 'int8'),
                         ('auto', 'cpu-fast' if cpu_has_native_bf16() else 'float32')):
         log = Log()
-        with build_node_engine(dict(p, torch_dtype=value), log, CancelToken()) as eng:
+        with build_node_engine(replace(p, torch_dtype=value), log, CancelToken()) as eng:
             assert eng.info.dtype == want
         assert any(f"-> '{want}'" in m or f"preset '{want}'" in m for m in log.lines), log.lines

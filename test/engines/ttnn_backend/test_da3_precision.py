@@ -29,6 +29,7 @@ declared equal, and each stays within its ACCURACY bounds (PCC, median and p99 r
 error, sky agreement).
 """
 from collections import Counter
+from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from tt_depth_ros.engines.cancel import CancelToken
 from tt_depth_ros.engines.parity import compare_maps, mask_agreement
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
 from tt_depth_ros.engines.ttnn.precision import CHOICES, PRESETS, parse_precision
+from tt_depth_ros.ros.depth.params import DepthParams
 from tt_depth_ros.ros.runtime.common_params import COMMON_PARAMS
 from tt_depth_ros.ros.runtime.engine_builder import build_node_engine
 
@@ -128,14 +130,14 @@ def test_node_parameter_picks_the_ttnn_preset(ttnn, tmp_path):
     spec = {s.name: s for s in COMMON_PARAMS}['ttnn_precision']
     assert spec.default == 'auto' and set(spec.choices) == set(CHOICES) == {'auto', *PRESETS}
     path = write_safetensors(tiny_state_dict(), tmp_path / 'model.safetensors')
-    p = {'model': 'da3metric-tiny', 'weights_path': str(path), 'backend': 'ttnn', 'device_id': 0,
-         'revision': '', 'engine_plugin': '', 'engine_plugin_args': '{}', 'torch_dtype': 'int8'}
+    p = DepthParams(model='da3metric-tiny', weights_path=str(path), backend='ttnn',
+                    torch_dtype='int8')
     log = type('Log', (), {'info': print, 'warning': print})()
     for value, want in (('auto', DEFAULT), ('fast', 'fast')):
-        with build_node_engine(dict(p, ttnn_precision=value), log, CancelToken()) as eng:
+        with build_node_engine(replace(p, ttnn_precision=value), log, CancelToken()) as eng:
             assert eng.info.dtype == want and eng.info.details['precision'] == want
     with pytest.raises(ValueError, match='DA3 only'):
-        build_node_engine(dict(p, model='dust3r-tiny', ttnn_precision=DEFAULT), log,
+        build_node_engine(replace(p, model='dust3r-tiny', ttnn_precision=DEFAULT), log,
                           CancelToken())
 
 
