@@ -231,5 +231,6 @@ def play(design, stages: list[tuple[str, str]], grid: str = '11x10') -> dict:
         rep = p.close()
         problems = [f"{r['kind']}: {r['op']} at {r['site']}: {r['error'].strip()[-200:]}"
                     for r in rep.get('records', []) if r['kind'] != 'expected']
+        driver.clean_work_dir(p.work, keep_log=bool(problems))     # the log stays on a problem
     return {'records': out, 'problems': problems, 'wall_s': time.perf_counter() - t0,
-            'log': str(p.work / 'real_ttnn.log')}
+            'log': str(p.work / 'real_ttnn.log') if problems else None}
