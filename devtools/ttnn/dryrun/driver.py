@@ -39,7 +39,11 @@ MODELS = {
     'da3-large': ('da3metric-large', 'da3-large', ['280x504', '518x518', '378x504', '504x378']),
     'dust3r-large': ('dust3r-vitl-512-dpt', 'dust3r-large', ['384x512', '512x384']),
 }
-HARVEST = {'13x10': 0, '11x10': 3}     # Tensix columns harvested in the mock descriptor
+# Tensix columns harvested in the mock descriptor: with Tensix dispatch (the only kind the mock
+# opens) one column of the rest goes to dispatch. '12x10' (one harvested) is a p150's 120-core
+# grid under ETH dispatch: the real library validates and allocates every op on those 12 x 10
+# workers (docs/ttnn-levers.md "12x10 grid")
+HARVEST = {'13x10': 0, '12x10': 1, '11x10': 3}
 
 
 def mock_descriptor(grid: str, workdir: Path) -> Path:

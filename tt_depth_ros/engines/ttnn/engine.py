@@ -134,7 +134,7 @@ class TtnnEngine(Engine):
         ttnn = self.ctx.ttnn
         shape, src = key
         sc = shape_config(shape[0], shape[1], self.net.patch, self.net.prefix_tokens,
-                          self.ctx.grid)
+                          self.ctx.grid, logical=self.ctx.precision.mask_free_sdpa)
         self._release_traces()            # allocation below is unsafe while a trace exists
         evicted = False
         while len(self._shapes) >= self.max_traced_shapes:
