@@ -126,6 +126,8 @@ def load_node_params(path: str | Path | None, overrides: dict | None = None,
         if spec is None:
             errors.append(f'{name}: not a {node} node parameter')
             continue
+        if spec.is_list and isinstance(value, list):
+            value = tuple(value)     # a YAML list of a string-array parameter
         if type(value) is not type(spec.default):
             errors.append(f'{name}={value!r}: must be {type(spec.default).__name__} like its '
                           f'default {spec.default!r} (the node refuses it too)')
