@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import types as _pytypes
 
-from . import transformer
+from . import ops_experimental, transformer
 from .device import (
     GetNumAvailableDevices,
     MeshDevice,
@@ -70,6 +70,7 @@ from .ops_math import (
     sqrt,
     subtract,
 )
+from .ops_shard import to_memory_config
 from .queues import MeshEvent, set_queue_schedule
 from .tensor import Tensor
 from .types import (
@@ -79,10 +80,13 @@ from .types import (
     Conv2dConfig,
     CoreCoord,
     CoreGrid,
+    CoreRange,
+    CoreRangeSet,
     DataType,
     DispatchCoreAxis,
     DispatchCoreConfig,
     DispatchCoreType,
+    LayerNormShardedMultiCoreProgramConfig,
     Layout,
     MathFidelity,
     MatmulMultiCoreReuseMultiCast1DProgramConfig,
@@ -90,8 +94,11 @@ from .types import (
     MemoryConfig,
     MeshShape,
     MeshTraceId,
+    MinimalMatmulConfig,
     SDPAProgramConfig,
     Shape,
+    ShardOrientation,
+    ShardSpec,
     TensorMemoryLayout,
     TileReshapeMapMode,
     UnaryOpType,
@@ -100,6 +107,10 @@ from .types import (
 )
 
 Device = MeshDevice
+# `ttnn.experimental`: the fused residual matmul and the single-kernel RoPE (ops_experimental.py)
+experimental = _pytypes.SimpleNamespace(
+    dit_minimal_matmul_addcmul_fused=ops_experimental.dit_minimal_matmul_addcmul_fused,
+    rotary_embedding_llama=ops_experimental.rotary_embedding_llama)
 bfloat16 = DataType.BFLOAT16
 bfloat8_b = DataType.BFLOAT8_B
 bfloat4_b = DataType.BFLOAT4_B
@@ -125,4 +136,4 @@ def install() -> _pytypes.ModuleType:
 
 
 __all__ = [n for n in dir() if not n.startswith('_')]
-__all__ += ['transformer']
+__all__ += ['transformer', 'experimental']

@@ -35,6 +35,8 @@ import torch
 
 from . import numerics
 from .launch import launch
+from .ops_shard import check_layer_norm as check_sharded_layer_norm
+from .ops_shard import check_matmul as check_sharded_matmul
 from .tensor import Tensor
 from .types import (
     BufferType,
@@ -232,6 +234,8 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
                                'modelled')
     elif isinstance(program_config, MatmulMultiCoreReuseMultiCastProgramConfig):
         _check_2d_mcast(_name, program_config, a, b, compute_kernel_config)
+        check_sharded_matmul(_name, program_config, a, b, memory_config,
+                             program_config.transpose_mcast)
         fused = program_config.fused_activation
         if fused is not None:
             if activation is not None:
@@ -243,6 +247,10 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
                 raise RuntimeError(f'stand-in: {_name}: fused {fused.op_type} not modelled')
     elif program_config is not None:
         raise RuntimeError(f'stand-in: {_name}: program config {program_config!r} not modelled')
+    if not isinstance(program_config, MatmulMultiCoreReuseMultiCastProgramConfig) and any(
+            m is not None and m.is_sharded() for m in (a.memory_config(), memory_config)):
+        raise RuntimeError(f'stand-in: {_name}: sharded operands are modelled with a 2D '
+                           'multicast program config only')
     out_dtype = a.dtype if dtype is None else dtype
     out_shape = tuple(max(x, y) for x, y in zip(a.shape[:-2], b.shape[:-2])) if len(
         b.shape) == len(a.shape) else tuple(a.shape[:-2])
@@ -276,6 +284,7 @@ def layer_norm(input_tensor, *, epsilon=1e-12, weight=None, bias=None,
     x = input_tensor
     extra = [t for t in (residual_input_tensor, weight, bias) if t is not None]
     _require_tile('layer_norm', x, *extra)
+    check_sharded_layer_norm(x, memory_config, program_config, residual_input_tensor)
     _last_dim_check('layer_norm', x)
     n = x.shape[-1]
     has_res, has_w, has_b = (residual_input_tensor is not None, weight is not None,

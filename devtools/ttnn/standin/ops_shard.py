@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from . import numerics
 from .launch import launch
 from .types import (
@@ -73,7 +71,7 @@ def to_memory_config(tensor, memory_config, dtype=None, output_tensor=None):
     out_dtype = x.dtype if dtype is None else dtype
 
     def fn(d):
-        v = d[0] if out_dtype == x.dtype else numerics.pack(d[0].to(torch.float64), out_dtype)
+        v = d[0] if out_dtype == x.dtype else numerics.quantize(d[0], out_dtype)
         return [(v, tuple(x.shape), out_dtype, x.layout, x._pad_defined)]
     return launch('to_memory_config', [x], (repr(memory_config), str(out_dtype)), fn,
                   memory_config=memory_config)[0]

@@ -76,8 +76,6 @@ ACCURACY = {
     'float32': (0.9999, 0.018, 0.053, 0.99),
     'fast': (0.9998, 0.02, 0.06, 0.99),
     DEFAULT: (0.9999, 0.017, 0.05, 0.99),
-    'fast-hifi2': (0.9998, 0.024, 0.067, 0.99),
-    'fast-lite': (0.9995, 0.02, 0.062, 0.99),
 }
 ROUNDOFF_REL = 1e-5
 """Median relative error every preset must exceed against fp32 (fp32 reordering: ~1e-6)."""

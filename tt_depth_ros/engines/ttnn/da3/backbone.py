@@ -4,13 +4,16 @@ Normalisation is folded into the patch-embed conv: W' = W / (255 std_c), b' = b 
 std_c, so the device takes the uint8 image (as bf16, exact for 0..255). Token order on device is
 [patches (row-major) | cls | zero padding] — attention is order-free and the pos-embed moves with
 its token — so each tap's first h0*w0 rows are directly the head's flattened NHWC map.
+Under Precision.mask_free_sdpa the zero rows become the stream's tile padding (a slice to the
+real token count, config.shape_config); under block_sharded the blocks run on block shards of
+the stream, which each tap copies back to interleaved memory before the final norm.
 """
 from __future__ import annotations
 
 import torch
 
 from tt_depth_ros.engines.ttnn.common import TtLayerNorm, upload
-from tt_depth_ros.engines.ttnn.layers.block import TtBlock
+from tt_depth_ros.engines.ttnn.layers.block import TtBlock, shard_stream
 from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d
 from tt_depth_ros.models.layers.pos_embed import resample_pos_embed
 
@@ -37,7 +40,7 @@ def token_constants(sd, cfg, sc) -> tuple[torch.Tensor, torch.Tensor]:
     d = pe.shape[-1]
     n = sc.grid_h * sc.grid_w
     pos = pe[:, 1:].reshape(1, 1, n, d)
-    tail = torch.zeros(1, 1, sc.seq - n, d)
+    tail = torch.zeros(1, 1, sc.padded - n, d)
     tail[0, 0, 0] = sd[P + 'cls_token'].reshape(d).to(torch.float32) + pe[0, 0]
     return pos, tail
 
@@ -50,7 +53,7 @@ class TtDA3Backbone:
         self.patch = TtConv2d(ctx, w, b, stride=cfg.patch_size, group='patch', out='residual')
         last = max(cfg.out_layers)
         self.blocks = [TtBlock(ctx, sd, f'{P}blocks.{i}.', cfg.num_heads, cfg.block_norm_eps,
-                               layer_scale=True) for i in range(last + 1)]
+                               layer_scale=True, sharded=True) for i in range(last + 1)]
         self.norm = TtLayerNorm(ctx, sd[P + 'norm.weight'], sd[P + 'norm.bias'],
                                 cfg.final_norm_eps)
         self.sd = sd
@@ -67,17 +70,31 @@ class TtDA3Backbone:
         patches = self.patch(img, (sc.height, sc.width))           # (1, 1, n, D)
         p2 = ttnn.add(patches, state['pos'])
         ttnn.deallocate(patches)
-        tok = ttnn.concat([p2, state['tail']], dim=2)             # (1, 1, seq, D)
+        d = self.cfg.embed_dim
+        tok = ttnn.concat([p2, state['tail']], dim=2)             # (1, 1, padded, D)
         ttnn.deallocate(p2)
-        x = ttnn.reshape(tok, (1, sc.seq, self.cfg.embed_dim))
+        if sc.seq != sc.padded:     # logical: the real token count, its tile padding zeros
+            t1 = ttnn.slice(tok, [0, 0, 0, 0], [1, 1, sc.seq, d], [1, 1, 1, 1], pad_value=0.0)
+            ttnn.deallocate(tok)
+            tok = t1
+        x = ttnn.reshape(tok, (1, sc.seq, d))
         ttnn.deallocate(tok, force=False)      # x may be a view on tok's buffer (common.py)
+        shard = self.blocks[0].shard(state['attn'])
+        if shard is not None:
+            xs = shard_stream(self.ctx, x, shard)
+            ttnn.deallocate(x)
+            x = xs
         taps = []
         for i, blk in enumerate(self.blocks):
             nx = blk(x, state['attn'])
             ttnn.deallocate(x)
             x = nx
             if i in self.cfg.out_layers:
-                t = self.norm(x)
+                xi = x if shard is None else ttnn.to_memory_config(
+                    x, self.ctx.precision.residual_memory(ttnn))
+                t = self.norm(xi)
+                if shard is not None:
+                    ttnn.deallocate(xi)
                 t2 = ttnn.slice(t, [0, 0, 0], [1, n, self.cfg.embed_dim], [1, 1, 1],
                                 pad_value=0.0)
                 ttnn.deallocate(t, force=False)

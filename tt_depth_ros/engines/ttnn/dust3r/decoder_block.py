@@ -10,21 +10,24 @@ from __future__ import annotations
 from tt_depth_ros.engines.ttnn.common import TtLayerNorm
 from tt_depth_ros.engines.ttnn.layers.attention import TtAttention, cross_attention_params
 from tt_depth_ros.engines.ttnn.layers.block import TtBlock, residual_step
+from tt_depth_ros.engines.ttnn.layers.block_linear import TtBlockNorm
 
 
 class TtDecoderBlock:
     def __init__(self, ctx, sd, prefix: str, heads: int, eps: float):
         self.ctx = ctx
-        self.block = TtBlock(ctx, sd, prefix, heads, eps, layer_scale=False, mlp_norm='norm3')
-        self.norm2 = TtLayerNorm(ctx, sd[prefix + 'norm2.weight'], sd[prefix + 'norm2.bias'], eps)
+        self.block = TtBlock(ctx, sd, prefix, heads, eps, layer_scale=False, mlp_norm='norm3',
+                             rope=True)
+        self.norm2 = TtBlockNorm(ctx, sd[prefix + 'norm2.weight'], sd[prefix + 'norm2.bias'], eps)
         self.norm_y = TtLayerNorm(ctx, sd[prefix + 'norm_y.weight'], sd[prefix + 'norm_y.bias'],
                                   eps)
-        self.cross_attn = TtAttention(ctx, cross_attention_params(sd, prefix + 'cross_attn.',
-                                                                  heads))
+        self.cross_attn = TtAttention(ctx, cross_attention_params(
+            sd, prefix + 'cross_attn.', heads, rope=ctx.precision.rope_kernel))
 
-    def _cross(self, h, y, shape_state, rope):
+    def _cross(self, h, y, shape_state, rope, residual, out_memory):
         yn = self.norm_y(y, memory_config=self.ctx.precision.residual_memory(self.ctx.ttnn))
-        c = self.cross_attn(h, shape_state, rope, y=yn)
+        c = self.cross_attn(h, shape_state, rope, y=yn, residual=residual,
+                            out_memory=out_memory)
         self.ctx.ttnn.deallocate(yn)
         return c
 
@@ -33,7 +36,7 @@ class TtDecoderBlock:
         ttnn = self.ctx.ttnn
         x1 = self.block.attention_step(x, shape_state, rope)
         x2 = residual_step(self.ctx, x1, self.norm2,
-                           lambda h: self._cross(h, y, shape_state, rope))
+                           lambda h, res, mem: self._cross(h, y, shape_state, rope, res, mem))
         ttnn.deallocate(x1)
         out = self.block.mlp_step(x2, shape_state, out_memory)
         ttnn.deallocate(x2)

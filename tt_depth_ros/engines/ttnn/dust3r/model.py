@@ -22,9 +22,15 @@ from tt_depth_ros.engines.ttnn.common import (
 from tt_depth_ros.engines.ttnn.da3.backbone import fold_normalisation
 from tt_depth_ros.engines.ttnn.dust3r.decoder_block import TtDecoderBlock
 from tt_depth_ros.engines.ttnn.dust3r.dpt_head import TtDust3rDPT, unpack_rows
-from tt_depth_ros.engines.ttnn.layers.block import TtBlock
+from tt_depth_ros.engines.ttnn.layers.block import TtBlock, shard_stream
 from tt_depth_ros.engines.ttnn.layers.conv import TtConv2d
-from tt_depth_ros.engines.ttnn.layers.rope2d import TtRoPE, rope_tables, rotation_matrix
+from tt_depth_ros.engines.ttnn.layers.rope2d import (
+    TtRoPE,
+    llama_tables,
+    pair_rotation_matrix,
+    rope_tables,
+    rotation_matrix,
+)
 from tt_depth_ros.engines.ttnn.shape_state import attention_state, release_attention_state
 
 MEAN = (0.5, 0.5, 0.5)
@@ -43,7 +49,8 @@ class TtDust3r:
                                   MEAN, STD)
         self.patch_embed = TtConv2d(ctx, w, b, stride=cfg.patch_size)
         self.enc = [TtBlock(ctx, sd, f'enc_blocks.{i}.', cfg.enc_num_heads, eps,
-                            layer_scale=False) for i in range(cfg.enc_depth)]
+                            layer_scale=False, rope=True, sharded=True)
+                    for i in range(cfg.enc_depth)]
         self.enc_norm = TtLayerNorm(ctx, sd['enc_norm.weight'], sd['enc_norm.bias'], eps)
         self.dec_embed = TtLinear(ctx, *linear_params(sd['decoder_embed.weight'],
                                                       sd['decoder_embed.bias']))
@@ -72,6 +79,10 @@ class TtDust3r:
         dh = dim // heads
         dhp = pad_to(dh)
         cos, sin = rope_tables(sc.grid_h, sc.grid_w, sc.seq, dh, dhp, self.cfg.rope_base)
+        if self.ctx.precision.rope_kernel:      # the q/k weights are permuted alike
+            cos, sin = llama_tables(cos, sin, dh)
+            return TtRoPE(self.ctx, upload(self.ctx, pair_rotation_matrix()),
+                          upload(self.ctx, cos), upload(self.ctx, sin), kernel=True)
         return TtRoPE(self.ctx, upload(self.ctx, rotation_matrix(dh, dhp)),
                       upload(self.ctx, cos), upload(self.ctx, sin))
 
@@ -83,9 +94,9 @@ class TtDust3r:
               'rope_dec': self._rope(sc, cfg.dec_embed_dim, cfg.dec_num_heads)}
         st.update(self.head1.shape_constants(sc))      # shared by both heads (same config)
         n = sc.grid_h * sc.grid_w
-        if sc.seq != n:   # zero rows that pad the patch tokens to a tile multiple
+        if sc.padded != n:   # zero rows that pad the patch tokens to a tile multiple
             import torch
-            st['pad_rows_enc'] = upload(self.ctx, torch.zeros(1, 1, sc.seq - n,
+            st['pad_rows_enc'] = upload(self.ctx, torch.zeros(1, 1, sc.padded - n,
                                                               cfg.enc_embed_dim))
         return st
 
@@ -105,16 +116,26 @@ class TtDust3r:
         return out
 
     def _embed(self, inp, sc, st):
-        """One view's image -> (1, 1, seq, d) patch tokens, zero rows padding them."""
+        """One view's image -> (1, 1, seq, d) patch tokens, zero rows padding them.
+
+        Under Precision.mask_free_sdpa (sc.logical) the zero rows are the tile padding of an
+        n-row stream: SDPA masks keys past n but multiplies V's padding rows by 0, so they must
+        be finite, which the conv's own padding rows need not be.
+        """
         ttnn = self.ctx.ttnn
         n = sc.grid_h * sc.grid_w
         img = image_to_tile(self.ctx, inp)
         p = self.patch_embed(img, (sc.height, sc.width))                # (1, 1, n, d)
         ttnn.deallocate(img)
-        if sc.seq != n:
+        if sc.padded != n:
             q = ttnn.concat([p, st['pad_rows_enc']], dim=2)
             ttnn.deallocate(p)
             p = q
+            if sc.logical:
+                q = ttnn.slice(p, [0, 0, 0, 0], [1, 1, n, self.cfg.enc_embed_dim],
+                               [1, 1, 1, 1], pad_value=0.0)
+                ttnn.deallocate(p)
+                p = q
         return p
 
     def _encode(self, inputs, sc, st):
@@ -127,14 +148,23 @@ class TtDust3r:
             ttnn.deallocate(t)
         x = ttnn.reshape(both, (self.num_views, seq, d))
         ttnn.deallocate(both, force=False)
+        shard = self.enc[0].shard(st['attn_enc'])
+        if shard is not None:           # Precision.block_sharded: the blocks run on shards
+            xs = shard_stream(self.ctx, x, shard)
+            ttnn.deallocate(x)
+            x = xs
         for blk in self.enc:
             nx = blk(x, st['attn_enc'], st['rope_enc'])
             ttnn.deallocate(x)
             x = nx
+        if shard is not None:
+            xi = ttnn.to_memory_config(x, self.ctx.precision.residual_memory(ttnn))
+            ttnn.deallocate(x)
+            x = xi
         f = self.enc_norm(x)
         ttnn.deallocate(x)
-        views = [ttnn.slice(f, [i, 0, 0], [i + 1, seq, d], [1, 1, 1])
-                 for i in range(self.num_views)]
+        views = [ttnn.slice(f, [i, 0, 0], [i + 1, seq, d], [1, 1, 1], pad_value=0.0)
+                 for i in range(self.num_views)]      # (a logical stream's padding: zeros)
         ttnn.deallocate(f)
         return views
 
