@@ -14,7 +14,7 @@ LARGE depth PCC >= 0.9998, DUSt3R pts3d >= 0.995; tiny models: the same numbers,
 role=FIDELITY[/bf16], /bf16 turning fp32 accumulation off; activation dtypes; weight groups): the
 measurement of which matmuls need HiFi2 or fp32 accumulation and where float32 is needed.
 `--estimate-json` (benchmarks/ttnn_estimate.py --json, one per preset run with --dtype) adds
-the estimated p150 time of that preset (calibrated, ms) to its row.
+the estimated p150 time of that preset (per-class estimate, ms) to its row.
 Models: da3-tiny (280x504), da3-large (280x504, ~1-2 min a preset on 2 cores), dust3r-tiny
 (80x112), dust3r-large (384x512, several minutes a preset).
 """
@@ -106,13 +106,13 @@ def variant(spec: str, family: str = 'da3'):
 
 
 def estimates(paths) -> dict:
-    """{(engine model, preset): {size: calibrated ms}} from ttnn_estimate.py --json files."""
+    """{(engine model, preset): {size: estimated ms}} from ttnn_estimate.py --json files."""
     out: dict = {}
     for p in paths:
         data = json.loads(Path(p).read_text())
         for r in data['runs']:
             key = (r.get('engine_model'), r.get('precision'))
-            out[key] = {s: e['total']['calibrated_ms'] for s, e in r['sizes'].items()}
+            out[key] = {s: e['total']['estimate_ms'] for s, e in r['sizes'].items()}
     return out
 
 
