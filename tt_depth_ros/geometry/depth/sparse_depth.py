@@ -89,7 +89,8 @@ def project_points(points_cam: np.ndarray, K: np.ndarray, shape: tuple[int, int]
         flat = v.astype(np.int64)
         flat *= w
         flat += u.astype(np.int64)          # garbage where not ok (NaN, outside): dropped next
-    flat, z = flat[ok], z[ok]
+    kept = np.flatnonzero(ok)               # index + take: 3x a boolean mask on two arrays
+    flat, z = flat.take(kept), z.take(kept)
     # z-buffer on a key unique per point: a positive float32's bits order like the float, the
     # point's position breaks ties, so each pixel has exactly one winner
     key = z.view(np.int32).astype(np.int64) << 32
@@ -100,7 +101,8 @@ def project_points(points_cam: np.ndarray, K: np.ndarray, shape: tuple[int, int]
         win = zbuf[flat] == key
     finally:
         zbuf[flat] = _EMPTY                    # only the touched pixels: the grid is reused
-    return SparseDepth(flat[win], z[win], (h, w))
+    win = np.flatnonzero(win)
+    return SparseDepth(flat.take(win), z.take(win), (h, w))
 
 
 _EMPTY = np.iinfo(np.int64).max

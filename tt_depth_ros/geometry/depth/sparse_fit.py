@@ -31,13 +31,17 @@ AFFINE_ITERATIONS = 3
 
 
 def median(a: np.ndarray) -> float:
-    """Median of a non-empty 1-D array (np.partition: a float32 array is not copied to float64)."""
+    """Median of a non-empty 1-D array (np.partition: a float32 array is not copied to float64).
+
+    One selection: for an even size the lower middle is the largest element left of the upper
+    (a partition with two kth values runs about 6x slower in numpy 2).
+    """
     n = a.size
     k = n // 2
+    part = np.partition(a, k)
     if n % 2:
-        return float(np.partition(a, k)[k])
-    part = np.partition(a, (k - 1, k))
-    return 0.5 * (float(part[k - 1]) + float(part[k]))
+        return float(part[k])
+    return 0.5 * (float(part[:k].max()) + float(part[k]))
 
 
 def _valid_pairs(reference: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
