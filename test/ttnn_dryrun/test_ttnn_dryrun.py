@@ -2,7 +2,7 @@
 
 Zero rejections and zero buffer hazards: DA3 tiny at every golden size and on camera frames it
 resizes on the device (one and two resize steps), DUSt3R tiny at its fixture's size, and each
-family's default at full size (DA3-Large at four sizes, DUSt3R-Large in both orientations).
+family's default at full size (DA3-Large at three sizes, DUSt3R-Large in both orientations).
 
 Each model runs in a fresh interpreter (`python -m devtools.ttnn.dryrun.driver --json`), the
 real library in the side venv (devtools/ttnn/dryrun/environment.py). Without Python 3.12 the
@@ -112,7 +112,7 @@ def test_two_command_queues_real_library(side_python, tmp_path):
                                                ('dust3r-large', 2, 'fast')])
 def test_full_size_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
                                                                     views, preset):
-    """Each family's default preset at full size: DUSt3R in both orientations, DA3 at four sizes.
+    """Each family's default preset at full size: DUSt3R in both orientations, DA3 at three sizes.
 
     Under 'fast' the portrait head's convs once needed L1 that tapped decoder outputs held; and
     DA3-Large's third shape ran out of L1_SMALL until an eviction cleared the program cache.
@@ -120,7 +120,7 @@ def test_full_size_engine_real_library_zero_rejections_zero_hazards(side_python,
     rep = run_driver(tmp_path, model, timeout=1500)
     check_report(rep, views)
     assert rep['engine_info']['precision'] == preset
-    assert len(rep['sizes']) == (2 if views == 2 else 4)
+    assert len(rep['sizes']) == (2 if views == 2 else 3)
 
 
 def test_harness_reports_rejections_and_hazards(side_python, tmp_path):

@@ -30,13 +30,13 @@ from devtools.ttnn.dryrun import environment
 
 # name: (engine model, rule-v1 test config (devtools.checkpoints), default sizes = the golden
 # fixtures' sizes; DUSt3R-Large also portrait, the tiny fixtures' other orientation: its L1
-# layout differs under 'fast'; DA3-Large also the tiny fixtures' sizes and portrait: four shapes
-# through the LRU of two, whose evictions must give back what the library's program cache holds
-# in L1_SMALL (engine.py)
+# layout differs under 'fast'; DA3-Large also a tiny fixture's size: three shapes through the LRU
+# of two, whose eviction must give back what the library's program cache holds in L1_SMALL
+# (engine.py); other sizes by --size
 MODELS = {
     'da3-tiny': ('da3metric-tiny', 'da3-tiny', ['280x504', '378x504', '518x518']),
     'dust3r-tiny': ('dust3r-tiny', 'dust3r-tiny', ['80x112', '384x512', '512x384']),
-    'da3-large': ('da3metric-large', 'da3-large', ['280x504', '518x518', '378x504', '504x378']),
+    'da3-large': ('da3metric-large', 'da3-large', ['280x504', '518x518', '378x504']),
     'dust3r-large': ('dust3r-vitl-512-dpt', 'dust3r-large', ['384x512', '512x384']),
 }
 # Tensix columns harvested in the mock descriptor: with Tensix dispatch (the only kind the mock
