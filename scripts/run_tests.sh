@@ -38,9 +38,12 @@ fi
 # p150 through the real ttnn 0.81.1 wheel, cp312 only) share one cached side virtualenv (ttnn +
 # numpy, no torch) plus the dry run's RISC-V compiler stand-in; create it here, while the network
 # is still reachable. In CI (CI=true) a missing Python 3.12 is an error, never a skip.
+# It needs nothing but the standard library, so the host's Python builds it beside the bootstraps.
 ttnn_side_env() {
   echo "== ttnn side environment (.venv-ttnn: conformance + dry run)"
-  .venv/bin/python - <<'PY'
+  local py="${PYTHON:-python3.11}"
+  command -v "$py" >/dev/null || py=python3
+  "$py" - <<'PY'
 import os
 import sys
 from devtools.ttnn.dryrun import environment
@@ -78,23 +81,26 @@ chromium_env() {
   echo "chromium installed: $(chromium --version 2>/dev/null)"
 }
 
-# The environments are independent (pip installs and two small CMake builds each): build them at
-# once, Kilted beside Jazzy followed by the ttnn side venv (which runs in .venv). Logs in order.
-echo "== environments (bootstrap jazzy + ttnn side env | bootstrap kilted | Chromium, concurrently)"
-( scripts/bootstrap.sh jazzy && ttnn_side_env ) >"$logs/env-jazzy.log" 2>&1 &
+# The environments are independent (pip installs and two small CMake builds each, the ttnn side
+# venv, Chromium): build them at once. Logs in order.
+echo "== environments (bootstrap jazzy | bootstrap kilted | ttnn side env | Chromium, concurrently)"
+scripts/bootstrap.sh jazzy >"$logs/env-jazzy.log" 2>&1 &
 env_jazzy=$!
 scripts/bootstrap.sh kilted >"$logs/env-kilted.log" 2>&1 &
 env_kilted=$!
+ttnn_side_env >"$logs/env-ttnn.log" 2>&1 &
+env_ttnn=$!
 chromium_env >"$logs/env-chromium.log" 2>&1 &
 env_chromium=$!
-rc_j=0; rc_k=0; rc_c=0
+rc_j=0; rc_k=0; rc_t=0; rc_c=0
 wait "$env_jazzy" || rc_j=$?
 wait "$env_kilted" || rc_k=$?
+wait "$env_ttnn" || rc_t=$?
 wait "$env_chromium" || rc_c=$?
-cat "$logs/env-jazzy.log" "$logs/env-kilted.log" "$logs/env-chromium.log"
-if [[ $rc_j -ne 0 || $rc_k -ne 0 || $rc_c -ne 0 ]]; then
-  echo "run_tests: environment setup failed (jazzy+ttnn exit $rc_j, kilted exit $rc_k," \
-    "chromium exit $rc_c)" >&2
+cat "$logs/env-jazzy.log" "$logs/env-kilted.log" "$logs/env-ttnn.log" "$logs/env-chromium.log"
+if [[ $rc_j -ne 0 || $rc_k -ne 0 || $rc_t -ne 0 || $rc_c -ne 0 ]]; then
+  echo "run_tests: environment setup failed (jazzy exit $rc_j, kilted exit $rc_k, ttnn side" \
+    "env exit $rc_t, chromium exit $rc_c)" >&2
   exit 1
 fi
 
