@@ -57,6 +57,7 @@ class RosProbe:
         self.executor.add_node(self.node)
         self.lock = threading.Lock()
         self.msgs: dict[str, list] = defaultdict(list)
+        self.subscriptions: dict[str, object] = {}
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
 
@@ -68,7 +69,9 @@ class RosProbe:
                 lst.append((time.monotonic(), msg))
                 if len(lst) > keep:
                     del lst[0]
-        return self.node.create_subscription(msg_type, topic, cb, qos)
+        sub = self.node.create_subscription(msg_type, topic, cb, qos)
+        self.subscriptions[topic] = sub
+        return sub
 
     def got(self, topic: str) -> list:
         """Messages received so far on `topic` (copies the list)."""
@@ -91,6 +94,17 @@ class RosProbe:
         """Wait until `pub` has n subscribers."""
         wait_for(lambda: pub.get_subscription_count() >= n, timeout,
                  what=f'{n} subscriber(s) on {pub.topic_name}')
+
+    def wait_sources(self, topics, timeout: float = 20.0) -> None:
+        """Wait until each subscribed topic has matched a publisher.
+
+        A node that reached 'active' may not have discovered this probe yet: its first outputs
+        would be lost on a loaded machine.
+        """
+        for topic in topics:
+            sub = self.subscriptions[topic]
+            wait_for(lambda s=sub: s.get_publisher_count() >= 1, timeout,
+                     what=f'a publisher matched on {topic}')
 
     def call(self, srv_type, name: str, request, timeout: float = 10.0):
         """Call a service; None on timeout (e.g. Jazzy's silence on invalid transitions)."""

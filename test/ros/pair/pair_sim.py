@@ -68,6 +68,8 @@ class PairProbe(RosProbe):
         wait_for(lambda: self._state(full) == 'active', timeout, what=f'{full} active')
         for p in self.img_pubs + self.info_pubs:
             self.wait_matched(p, 1, timeout)
+        self.wait_sources([f'{self.ns}/{t}' for t in ('pose', 'points', 'depth/camera_info')],
+                          timeout)
 
     def _state(self, full):
         try:
