@@ -104,24 +104,35 @@ class TtLinear:
         self.out_memory = (ctx.precision.residual_memory(ttnn) if out == 'residual' else
                            ttnn.DRAM_MEMORY_CONFIG if inner is None else inner)
 
-    def __call__(self, x, program_config=None, rows: int | None = None):
-        """Apply to x (.., rows, in); `rows` lets a program-config preset size the matmul."""
+    def __call__(self, x, program_config=None, rows: int | None = None, memory_config=None):
+        """Apply to x (.., rows, in).
+
+        rows: lets a program-config preset size the matmul; memory_config: instead of the
+        output memory of `out`.
+        """
         ttnn = self.ctx.ttnn
-        activation = self.activation
         if program_config is None and rows and self.role and self.ctx.precision.program_configs:
             program_config = self.program_config(rows)
-            activation = None if activation == 'gelu' else activation    # fused in the config
+        activation = self.activation
+        if program_config is not None and activation == 'gelu':
+            activation = None                  # the program configs fuse GELU (config.py)
         return ttnn.linear(x, self.weight, bias=self.bias, activation=activation,
                            dtype=self.out_dtype,
                            compute_kernel_config=self.ctx.matmul_config(self.role),
-                           program_config=program_config, memory_config=self.out_memory)
+                           program_config=program_config,
+                           memory_config=self.out_memory if memory_config is None
+                           else memory_config)
+
+    @property
+    def fp32_acc(self) -> bool:
+        """Whether this linear's role accumulates in fp32 (its program configs must agree)."""
+        return self.ctx.precision.matmul_setting(self.role)[1]
 
     def program_config(self, rows: int):
         """The 2D-multicast config of this linear at `rows` token rows (config.py)."""
         k, n = self.shape
-        fp32_acc = self.ctx.precision.matmul_setting(self.role)[1]
         return linear_program_config(self.ctx.ttnn, self.ctx.grid, rows, k, n,
-                                     gelu=self.activation == 'gelu', fp32_acc=fp32_acc)
+                                     gelu=self.activation == 'gelu', fp32_acc=self.fp32_acc)
 
     def release(self) -> None:
         ttnn = self.ctx.ttnn
@@ -144,12 +155,16 @@ class TtLayerNorm:
         self.weight = upload_weight(ctx, weight.detach()[None], dt)
         self.bias = upload_weight(ctx, bias.detach()[None], dt)
 
-    def __call__(self, x, residual=None, memory_config=None):
-        """LN(x [+ residual]) into `memory_config` (None: DRAM)."""
+    def __call__(self, x, residual=None, memory_config=None, program_config=None):
+        """LN(x [+ residual]) into `memory_config` (None: DRAM).
+
+        program_config: a block-sharded x's (config.BlockShard.layer_norm_config).
+        """
         ttnn = self.ctx.ttnn
         return ttnn.layer_norm(x, epsilon=self.eps, weight=self.weight, bias=self.bias,
                                residual_input_tensor=residual,
                                memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG,
+                               program_config=program_config,
                                compute_kernel_config=self.ctx.matmul_config())
 
     def release(self) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from tt_depth_ros.engines.ttnn.common import TtLayerNorm
 from tt_depth_ros.engines.ttnn.layers.attention import TtAttention, cross_attention_params
 from tt_depth_ros.engines.ttnn.layers.block import TtBlock, residual_step
-from tt_depth_ros.engines.ttnn.layers.block_linear import TtBlockNorm
 
 
 class TtDecoderBlock:
@@ -18,7 +17,7 @@ class TtDecoderBlock:
         self.ctx = ctx
         self.block = TtBlock(ctx, sd, prefix, heads, eps, layer_scale=False, mlp_norm='norm3',
                              rope=True)
-        self.norm2 = TtBlockNorm(ctx, sd[prefix + 'norm2.weight'], sd[prefix + 'norm2.bias'], eps)
+        self.norm2 = TtLayerNorm(ctx, sd[prefix + 'norm2.weight'], sd[prefix + 'norm2.bias'], eps)
         self.norm_y = TtLayerNorm(ctx, sd[prefix + 'norm_y.weight'], sd[prefix + 'norm_y.bias'],
                                   eps)
         self.cross_attn = TtAttention(ctx, cross_attention_params(

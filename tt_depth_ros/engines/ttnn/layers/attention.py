@@ -98,11 +98,8 @@ class TtAttention:
             self.kv = TtBlockLinear(ctx, *params['kv'], out='inner', role='qkv')
         else:
             self.qkv = TtBlockLinear(ctx, *params['qkv'], out='inner', role='qkv')
-        w, b = params['proj']
-        if ctx.precision.fused_residual and gate is None:
-            gate = torch.ones(w.shape[1])
-        self.proj = TtBlockLinear(ctx, w, b, group='folded', out='residual', role='proj',
-                                  residual_gate=gate if ctx.precision.fused_residual else None)
+        self.proj = TtBlockLinear(ctx, *params['proj'], group='folded', out='residual',
+                                  role='proj', adds_residual=True, gate=gate)
 
     def __call__(self, x, shape_state, rope=None, y=None, residual=None, out_memory=None,
                  shard=None):
@@ -122,7 +119,7 @@ class TtAttention:
             ttnn.deallocate(kv_in)
         else:
             pc = None if shard is None else shard.matmul_config(
-                ttnn, *self.qkv.shape, sharded_in=True, fp32_acc=self._fp32('qkv'))
+                ttnn, *self.qkv.shape, sharded_in=True, fp32_acc=self.qkv.fp32_acc)
             qkv = self.qkv(x, program_config=pc, rows=shape_state.rows)
             q, k, v = ttnn.transformer.split_query_key_value_and_split_heads(
                 qkv, num_heads=self.heads, transpose_key=False, memory_config=mem)
@@ -140,20 +137,13 @@ class TtAttention:
         pc = grid = None
         if shard is not None:
             pc = shard.matmul_config(ttnn, *self.proj.shape, sharded_in=False,
-                                     fp32_acc=self._fp32('proj'))
+                                     fp32_acc=self.proj.fp32_acc)
             grid = shard.grid
             out_memory = out_memory or shard.memory_config(ttnn)
-        if residual is not None:
-            out = self.proj(o2, rows=shape_state.rows, residual=residual,
-                            memory_config=out_memory, grid=grid)
-        else:
-            out = self.proj(o2, program_config=pc, rows=shape_state.rows,
-                            memory_config=out_memory)
+        out = self.proj(o2, program_config=pc, rows=shape_state.rows, memory_config=out_memory,
+                        residual=residual, grid=grid)
         ttnn.deallocate(o2)
         return out
-
-    def _fp32(self, role: str) -> bool:
-        return self.ctx.precision.matmul_setting(role)[1]
 
     def release(self) -> None:
         for lin in ([self.q, self.kv] if self.cross else [self.qkv]) + [self.proj]:

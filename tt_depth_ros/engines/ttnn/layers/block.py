@@ -16,11 +16,9 @@ The ports' structural levers (docs/ttnn-levers.md), each a Precision switch:
 """
 from __future__ import annotations
 
-import torch
-
-from tt_depth_ros.engines.ttnn.common import linear_params
+from tt_depth_ros.engines.ttnn.common import TtLayerNorm, linear_params
 from tt_depth_ros.engines.ttnn.layers.attention import TtAttention, self_attention_params
-from tt_depth_ros.engines.ttnn.layers.block_linear import TtBlockLinear, TtBlockNorm
+from tt_depth_ros.engines.ttnn.layers.block_linear import TtBlockLinear
 
 
 def mlp_params(sd, prefix: str, gamma=None) -> dict:
@@ -63,12 +61,8 @@ class TtMlp:
     def __init__(self, ctx, params: dict, gate=None):
         self.ctx = ctx
         self.fc1 = TtBlockLinear(ctx, *params['fc1'], activation='gelu', out='inner', role='fc1')
-        w, b = params['fc2']
-        fused = ctx.precision.fused_residual
-        if fused and gate is None:
-            gate = torch.ones(w.shape[1])
-        self.fc2 = TtBlockLinear(ctx, w, b, group='folded', out='residual', role='fc2',
-                                 residual_gate=gate if fused else None)
+        self.fc2 = TtBlockLinear(ctx, *params['fc2'], group='folded', out='residual',
+                                 role='fc2', adds_residual=True, gate=gate)
 
     def __call__(self, x, rows: int | None = None, residual=None, out_memory=None, shard=None):
         """fc2(GELU(fc1(x))) [+ residual, fused] into out_memory (None: the preset's)."""
@@ -77,21 +71,16 @@ class TtMlp:
         if shard is not None:
             k, n = self.fc1.shape
             pc1 = shard.matmul_config(ttnn, k, n, sharded_in=True, gelu=True,
-                                      fp32_acc=self._fp32('fc1'))
+                                      fp32_acc=self.fc1.fp32_acc)
             pc2 = shard.matmul_config(ttnn, *self.fc2.shape, sharded_in=True,
-                                      fp32_acc=self._fp32('fc2'))
+                                      fp32_acc=self.fc2.fp32_acc)
             h_mem, grid = shard.memory_config(ttnn, n), shard.grid
             out_memory = out_memory or shard.memory_config(ttnn)
         h = self.fc1(x, program_config=pc1, rows=rows, memory_config=h_mem)
-        if residual is not None:
-            out = self.fc2(h, rows=rows, residual=residual, memory_config=out_memory, grid=grid)
-        else:
-            out = self.fc2(h, program_config=pc2, rows=rows, memory_config=out_memory)
+        out = self.fc2(h, program_config=pc2, rows=rows, memory_config=out_memory,
+                       residual=residual, grid=grid)
         ttnn.deallocate(h)
         return out
-
-    def _fp32(self, role: str) -> bool:
-        return self.ctx.precision.matmul_setting(role)[1]
 
     def release(self) -> None:
         self.fc1.release()
@@ -115,12 +104,12 @@ class TtBlock:
         g2 = sd[prefix + 'ls2.gamma'] if layer_scale else None
         fused = ctx.precision.fused_residual     # LayerScale as the fused matmul's gate
         self.sharded = sharded and ctx.precision.block_sharded
-        self.norm1 = TtBlockNorm(ctx, sd[prefix + 'norm1.weight'], sd[prefix + 'norm1.bias'], eps)
+        self.norm1 = TtLayerNorm(ctx, sd[prefix + 'norm1.weight'], sd[prefix + 'norm1.bias'], eps)
         self.attn = TtAttention(
             ctx, self_attention_params(sd, prefix + 'attn.', heads, None if fused else g1,
                                        rope=rope and ctx.precision.rope_kernel),
             gate=g1 if fused else None)
-        self.mlp_norm = TtBlockNorm(ctx, sd[f'{prefix}{mlp_norm}.weight'],
+        self.mlp_norm = TtLayerNorm(ctx, sd[f'{prefix}{mlp_norm}.weight'],
                                     sd[f'{prefix}{mlp_norm}.bias'], eps)
         self.mlp = TtMlp(ctx, mlp_params(sd, prefix + 'mlp.', None if fused else g2),
                          gate=g2 if fused else None)
