@@ -60,9 +60,7 @@ class Node:
     def ready(self):
         self.probe.wait_matched(self.img, timeout=60)
         self.probe.wait_state(self.name, 'active', 60)
-        for topic in self.outputs:
-            wait_for(lambda t=topic: self.probe.node.count_publishers(f'{self.ns}/{t}') > 0, 20,
-                     what=f'publisher of {self.ns}/{topic}')
+        self.probe.wait_sources([f'{self.ns}/{t}' for t in self.outputs], 20)
 
     def got(self, topic, sec):
         return [m for m in self.probe.got(f'{self.ns}/{topic}') if m.header.stamp.sec == sec]

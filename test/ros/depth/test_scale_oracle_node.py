@@ -207,8 +207,7 @@ def test_scale_holds_still_through_the_nodes_and_the_batch_agrees(probe, tmp_pat
         for ns in NODES:
             probe.wait_matched(robot.pubs[ns]['image'], timeout=60)
             probe.wait_state(f'{ns}/depth_node', 'active', 60)
-            wait_for(lambda ns=ns: probe.node.count_publishers(f'{ns}/depth/scale') > 0, 20,
-                     what=f'{ns}/depth/scale publisher')
+            probe.wait_sources([f'{ns}/depth/scale'], 20)
         probe.wait_matched(robot.tf, n=3)
         probe.wait_matched(robot.pubs['/oc_metric']['metric_cloud'])
         robot.start()
