@@ -8,8 +8,8 @@ results are packed to an intermediate buffer in the destination's format (float3
 fp32_dest_acc_en, else bf16; "Intermediate DFB dataformat is the same datatype as DST register"):
 the matmul (ops_math.fpu_matmul); + bias (FPU `add_tiles_bcast`: both operands through the
 19-bit source registers, so a float32 operand enters as TF32); * gate (a float32 gate: SFPU
-`mul_binary_tile`; else FPU `mul_tiles_bcast`; the product exact here, as ops_math's eltwise
-ops) and * scalar (SFPU) in the same destination; + residual (FPU `add_tiles`: TF32 operands
+`mul_binary_tile`; else FPU `mul_tiles_bcast`; here one float32 product, as ops_math's
+eltwise ops) and * scalar (SFPU) in the same destination; + residual (FPU `add_tiles`: TF32 operands
 again), packed to the output dtype (numerics.quantize). So a float32 residual is added at TF32
 precision, where ttnn.add of two float32 tensors (an SFPU op) adds it whole.
 Validation seen on the real library (dry run): the residual's tile size must equal
@@ -37,10 +37,6 @@ from .types import DataType, Layout, MathFidelity, WormholeComputeKernelConfig
 TILE = numerics.TILE
 _TILE_BYTES = {DataType.FLOAT32: 4096, DataType.BFLOAT16: 2048, DataType.BFLOAT8_B: 1088,
                DataType.BFLOAT4_B: 576}
-
-
-def _f32(x: torch.Tensor) -> torch.Tensor:
-    return x.to(torch.float32)
 
 
 def _check_minimal_config(name, cfg, device):
@@ -99,10 +95,10 @@ def dit_minimal_matmul_addcmul_fused(matmul_input_tensor, matmul_weight_tensor, 
         y = numerics.quantize(fpu_matmul(tf32_operand(d[0], x.dtype), tf32_operand(d[1], w.dtype),
                                      cfg), inter)
         if bias_tensor is not None:                # FPU add: TF32 operands
-            y = numerics.quantize(_f32(tf32_operand(y, inter)) + _f32(tf32_operand(
-                d[4][..., :1, :], bias_tensor.dtype)), inter)
-        y = numerics.quantize(_f32(y) * _f32(d[3][..., :1, :]) * k, inter)
-        out = _f32(tf32_operand(y, inter)) + _f32(tf32_operand(d[2], res.dtype))
+            y = numerics.quantize(tf32_operand(y, inter) + tf32_operand(
+                d[4][..., :1, :], bias_tensor.dtype), inter)
+        y = numerics.quantize(y * d[3][..., :1, :] * k, inter)
+        out = tf32_operand(y, inter) + tf32_operand(d[2], res.dtype)
         return [(numerics.quantize(out, out_dtype), out_shape, out_dtype, Layout.TILE)]
     static = (k, repr(config), repr(compute_kernel_config), str(out_dtype))
     mc = memory_config if memory_config is not None else x.memory_config()
@@ -145,9 +141,9 @@ def rotary_embedding_llama(input_tensor, cos_cache, sin_cache, trans_mat, *,
         t = d[3][0, 0]
         rot = torch.cat([numerics.quantize(fpu_matmul(v[..., j:j + TILE], t, cfg), bf16)
                          for j in range(0, dh, TILE)], -1)
-        sin_part = numerics.quantize(_f32(rot) * _f32(sn), bf16)
-        cos_part = numerics.quantize(_f32(v) * _f32(c), bf16)
-        return [(numerics.quantize(_f32(cos_part) + _f32(sin_part), bf16), tuple(x.shape), bf16,
+        sin_part = numerics.quantize(rot * sn, bf16)
+        cos_part = numerics.quantize(v * c, bf16)
+        return [(numerics.quantize(cos_part + sin_part, bf16), tuple(x.shape), bf16,
                  Layout.TILE, x._pad_defined)]
     static = (repr(compute_kernel_config),)
     return launch(name, [x, cos, sin, tm], static, fn, memory_config=memory_config)[0]
