@@ -36,7 +36,7 @@ def test_images_cross_processes_intact(reliability, tmp_path):
     topic = f'/smoke_{reliability}'
     res_path, env_path = tmp_path / 'sub.json', tmp_path / 'pub_env.json'
     sub_cmd = helper_cmd('image_sub', topic, reliability, COUNT, res_path)
-    pub_cmd = helper_cmd('image_pub', topic, reliability, COUNT, env_path)
+    pub_cmd = helper_cmd('image_pub', topic, reliability, COUNT, env_path, f'{res_path}.ready')
     with spawn(sub_cmd, env=child_env(), name='smoke-sub') as sub, \
             spawn(pub_cmd, env=child_env(), name='smoke-pub') as pub:
         wait_for(res_path.exists, 60, what=f'subscriber result\n{sub.log_text()}\n{pub.log_text()}')

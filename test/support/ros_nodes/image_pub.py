@@ -1,7 +1,9 @@
 """Smoke publisher process: N 640x480 rgb8 Images whose content encodes their index.
 
 Usage: python -m support.ros_nodes.image_pub <topic> <best_effort|reliable> <count> <env_json_out>
-Writes its ROS environment to env_json_out, waits for a subscriber, publishes at 20 Hz.
+    <ready_path>
+Writes its ROS environment to env_json_out, waits until the subscriber has matched it (image_sub
+creates ready_path), publishes at 20 Hz.
 """
 import json
 import os
@@ -31,7 +33,8 @@ def frame(i: int) -> np.ndarray:
 
 
 def main() -> None:
-    topic, rel, count, env_out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    topic, rel, count, env_out, ready = (sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4],
+                                         sys.argv[5])
     with open(env_out, 'w') as f:
         json.dump({k: os.environ.get(k) for k in ENV_KEYS}, f)
     rclpy.init()
@@ -39,10 +42,12 @@ def main() -> None:
     qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE if rel == 'reliable'
                      else ReliabilityPolicy.BEST_EFFORT)
     pub = node.create_publisher(Image, topic, qos)
+    # Discovery is not symmetric: this side may match the subscriber before the subscriber has
+    # matched this writer, and best-effort samples sent in between are lost. Wait for both sides.
     deadline = time.monotonic() + 30
-    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+    while not (pub.get_subscription_count() > 0 and os.path.exists(ready)) \
+            and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.3)
     for i in range(count):
         h = Header(frame_id=f'frame_{i}')
         h.stamp.sec = i

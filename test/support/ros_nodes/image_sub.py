@@ -2,7 +2,8 @@
 
 Usage: python -m support.ros_nodes.image_sub <topic> <best_effort|reliable> <expected_count>
     <result_json_out>
-Writes {'received', 'intact', 'env'} when it has `expected_count` frames or after 30 s.
+Creates <result_json_out>.ready once it has matched the publisher; writes {'received', 'intact',
+'bad', 'env'} when it has `expected_count` frames or after 30 s.
 """
 import json
 import os
@@ -41,10 +42,14 @@ def main() -> None:
         else:
             res['bad'].append(i)
 
-    node.create_subscription(Image, topic, cb, qos)
+    sub = node.create_subscription(Image, topic, cb, qos)
+    ready = False
     deadline = time.monotonic() + 30
     while res['received'] < count and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.1)
+        if not ready and sub.get_publisher_count() > 0:
+            open(out + '.ready', 'w').close()
+            ready = True
+        rclpy.spin_once(node, timeout_sec=0.05)
     with open(out + '.tmp', 'w') as f:
         json.dump(res, f)
     os.replace(out + '.tmp', out)
