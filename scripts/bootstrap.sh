@@ -22,7 +22,7 @@ case "$distro" in
 esac
 py="${PYTHON:-python3.11}"
 command -v "$py" >/dev/null || py=python3
-inputs=(scripts/bootstrap.sh requirements/common.txt "requirements/$distro.txt"
+inputs=(scripts/bootstrap.sh requirements/uv.txt requirements/common.txt "requirements/$distro.txt"
         "requirements/tf2_build_$distro.txt" scripts/tf2_msgs/msg/TFMessage.msg
         scripts/tf2_msgs/CMakeLists.txt scripts/tf2_msgs/package.xml setup.py setup.cfg package.xml)
 # The launch wheels are pure Python, built from the Jazzy branches; they also run on Kilted's rclpy.
@@ -57,11 +57,37 @@ fi
 
 echo "bootstrap[$distro]: building $venv with $($py --version)"
 "$py" -m venv "$venv"
-# pip warns once per package about the machine's absent local index folders: filter only those.
-# --no-compile: byte-compiling every installed file (torch's thousands) took half the install time;
-# Python compiles what is imported on first import instead.
-pipi() { "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile -q "$@" 2>&1 \
-           | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
+# The packages go in with uv (requirements/uv.txt), from the sources pip is configured with on this
+# machine (its indexes, find-links, constraints and CA bundle: `pip config list`), every index
+# weighed alike as pip does. The same set as pip's, in a sixth of the time: pip took 83 s of the
+# 131 s this script spent here. uv does not byte-compile (what pip's --no-compile was for):
+# Python compiles what is imported on first import.
+"$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$root/requirements/uv.txt" 2>&1 \
+  | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+uv_sources=()
+while IFS= read -r arg; do uv_sources+=("$arg"); done < <("$venv/bin/python" - <<'PY'
+import ast
+import subprocess
+import sys
+flag = {'index-url': '--index-url', 'extra-index-url': '--extra-index-url',
+        'find-links': '--find-links', 'constraint': '--constraint', 'cert': '--cert'}
+out = subprocess.run([sys.executable, '-m', 'pip', 'config', 'list'], capture_output=True,
+                     text=True, check=True).stdout
+seen = set()
+for line in out.splitlines():
+    key, _, value = line.partition('=')
+    name = key.rsplit('.', 1)[-1]
+    if name not in flag or not value:
+        continue
+    for item in ast.literal_eval(value).split():
+        if (name, item) not in seen:
+            seen.add((name, item))
+            print(flag[name])
+            print(item)
+PY
+)
+pipi() { "$venv/bin/uv" pip install --python "$venv/bin/python" -q \
+           --index-strategy unsafe-best-match "${uv_sources[@]}" "$@"; }
 pipi -r "$root/requirements/common.txt" -r "$root/requirements/$distro.txt" "${extras[@]}"
 echo "bootstrap[$distro]: python packages installed ($(elapsed) s)"
 
@@ -109,6 +135,7 @@ else
        "(the real-launch tests skip outside CI)"
 fi
 
-pipi --no-deps --no-build-isolation -e "$root"
+"$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation \
+  -e "$root" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 echo "$stamp_want" >"$stamp_file"
 echo "bootstrap[$distro]: done in $(elapsed) s ($venv)"
