@@ -150,7 +150,7 @@ if rows:
             cpu_wall[1] += float(r[1]) - float(r[0])
     print(f'run_tests: CPU of the tests and the processes they waited for: '
           f'{sum(c for c, _ in files.values()):.0f} s; the most by file:')
-    for name, (cpu, wall) in sorted(files.items(), key=lambda kv: -kv[1][0])[:15]:
+    for name, (cpu, wall) in sorted(files.items(), key=lambda kv: -kv[1][0])[:30]:
         print(f'  {cpu:7.1f} s CPU {wall:7.1f} s wall  {name}')
     tests = [r for lines in rows.values() for r in lines if len(r) > 4]
     print('run_tests: peak memory of the test process, the most by test:')
