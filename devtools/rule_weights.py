@@ -1,13 +1,15 @@
 """Golden weight rules "rule-v1" and "rule-v1 + X1" with a per-run disk cache (tests, dev tools).
 
-`x1=True` adds rule X1 (test/data/da3_anyview/README.md). Full-size checkpoints take 5-15 s each
+`x1=True` adds rule X1 (test/data/da3_anyview/README.md). Full-size checkpoints take 5-25 s each
 to generate and several tests (torch, ttnn stand-in, real-library dry run) need the same one: when
 TT_DEPTH_ROS_RULE_CACHE names a folder (scripts/run_tests.sh makes one per `make test` and removes
 it at the end), a state dict of at least CACHE_MIN_VALUES values is generated once per run and the
-other tests and processes read it back. Without the variable every call generates anew.
+other tests and processes read it back (one generates while the others wait). Without the
+variable every call generates anew.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -30,11 +32,19 @@ def rule_v1_state_dict(key_shapes: dict[str, tuple[int, ...]],
     if not folder or sum(math.prod(s) for s in shapes.values()) < CACHE_MIN_VALUES:
         return _generate(shapes, x1=x1)
     digest = hashlib.sha256(json.dumps([list(shapes.items()), x1]).encode()).hexdigest()[:20]
-    data, index = (Path(folder) / f'rule_v1_{digest}{ext}' for ext in ('.bin', '.json'))
+    data, index, lock = (Path(folder) / f'rule_v1_{digest}{ext}'
+                         for ext in ('.bin', '.json', '.lock'))
     if index.exists():
         return _read(data, json.loads(index.read_text()), shapes)
-    sd = _generate(shapes, x1=x1)
-    _write(data, index, sd)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    # Tests on other workers often want the same checkpoint at once: one generates, the others
+    # wait for it (the CPU goes to other tests) and read it back.
+    with open(lock, 'a') as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if index.exists():
+            return _read(data, json.loads(index.read_text()), shapes)
+        sd = _generate(shapes, x1=x1)
+        _write(data, index, sd)
     return sd
 
 

@@ -11,6 +11,7 @@ estimate's op groups.
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import subprocess
 import sys
@@ -38,10 +39,15 @@ def _stack(limit: int = 8) -> list[str]:
     while f is not None and len(out) < limit:
         path = f.f_code.co_filename
         if path.startswith(PROJECT):
-            out.append(f'{os.path.relpath(path, os.path.dirname(PROJECT))}:{f.f_lineno} '
-                       f'({f.f_code.co_name})')
+            out.append(f'{_relative(path)}:{f.f_lineno} ({f.f_code.co_name})')
         f = f.f_back
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _relative(path: str) -> str:
+    """A source path relative to the repository root (asked tens of thousands of times a run)."""
+    return os.path.relpath(path, os.path.dirname(PROJECT))
 
 
 class Bridge:

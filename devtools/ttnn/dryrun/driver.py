@@ -58,7 +58,8 @@ def mock_descriptor(grid: str, workdir: Path) -> Path:
 
 def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=None,
         op_records: bool = False, dtype: str | None = None,
-        cameras: tuple[str, ...] = (), command_queues: int = 1) -> dict:
+        cameras: tuple[str, ...] = (), command_queues: int = 1,
+        weight_cache: bool = True) -> dict:
     """One model through build/prepare/infer/close; returns the report (see module doc).
 
     cameras: HxW camera sizes resized on the device (DA3 only), after the network sizes.
@@ -70,6 +71,9 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
     op_records: each trace in the report also lists the device ops its body ran, read from the
     real library's graph capture (monitor.py, op_records.py; benchmarks/ttnn_estimate.py).
     dtype: the engine's precision preset (precision.PRESETS; None = the family's default).
+    weight_cache: upload the weights through the real `as_tensor` cache (a scratch folder, as
+    a user's first start does); False uploads with `from_torch` and writes no .tensorbin files
+    (over 1 GB at full size, where the tiny models have already taken the cached path).
     """
     import numpy as np
 
@@ -83,7 +87,7 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
         env['TT_DRYRUN_OP_RECORDS'] = '1'
     py = environment.ensure_dryrun_venv()
     cache_before = os.environ.get('TT_DEPTH_ROS_TTNN_CACHE')
-    os.environ['TT_DEPTH_ROS_TTNN_CACHE'] = str(work / 'weight_cache')
+    os.environ['TT_DEPTH_ROS_TTNN_CACHE'] = str(work / 'weight_cache') if weight_cache else 'off'
     t_start = time.perf_counter()
     bridge = Bridge(str(py), env, work / 'real_ttnn.log')
     sys.modules['ttnn'] = bridge.module
@@ -231,11 +235,13 @@ def main() -> int:
     ap.add_argument('--max-traced-shapes', type=int)
     ap.add_argument('--dtype', help='precision preset (default: the family default)')
     ap.add_argument('--command-queues', type=int, default=1, choices=(1, 2))
+    ap.add_argument('--no-weight-cache', action='store_true',
+                    help='upload with from_torch, no .tensorbin weight cache')
     ap.add_argument('--json', help='write the full report here')
     a = ap.parse_args()
     r = run(a.model, a.size, a.grid, a.max_traced_shapes, dtype=a.dtype,
-            command_queues=a.command_queues,
-            cameras=tuple(a.camera))
+            command_queues=a.command_queues, cameras=tuple(a.camera),
+            weight_cache=not a.no_weight_cache)
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=1))
     summary = {k: r.get(k) for k in ('model', 'status', 'dispatch', 'grid', 'sizes',

@@ -29,8 +29,12 @@ def probe():
 
 @pytest.mark.slow   # not `ros`: glibc/torch memory behaviour, the same on Kilted (saves ~60 s)
 def test_configure_cleanup_cycles_return_memory(probe, tmp_path):
-    from tt_depth_ros.tools.bench.rule_v1_checkpoint import write_rule_v1_checkpoint
-    weights = write_rule_v1_checkpoint('da3metric-large', tmp_path / 'model.safetensors')
+    from devtools.rule_weights import rule_v1_state_dict
+    from support.da3_fixtures import large_key_shapes, write_safetensors
+
+    # the run's shared rule-v1 Large (devtools/rule_weights.py), in the hub's key layout
+    weights = write_safetensors(rule_v1_state_dict(large_key_shapes()),
+                                tmp_path / 'model.safetensors')
     ns, node = '/mem', '/mem/depth_node'
     params = {'model': 'da3metric-large', 'weights_path': str(weights), 'backend': 'torch-cpu',
               'autostart': False}
