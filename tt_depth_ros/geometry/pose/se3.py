@@ -87,7 +87,16 @@ def interpolate_T(T0: np.ndarray, T1: np.ndarray, alpha: float) -> np.ndarray:
 
     What tf2 does between two stamped transforms of one edge; alpha 0 gives T0, 1 gives T1.
     """
-    q0, q1 = quat_from_R(T0[:3, :3]), quat_from_R(T1[:3, :3])
+    return interpolate_qt(quat_from_R(T0[:3, :3]), np.asarray(T0[:3, 3]),
+                          quat_from_R(T1[:3, :3]), np.asarray(T1[:3, 3]), alpha)
+
+
+def interpolate_qt(q0: np.ndarray, t0: np.ndarray, q1: np.ndarray, t1: np.ndarray,
+                   alpha: float) -> np.ndarray:
+    """`interpolate_T` of two transforms given as unit quaternion (x, y, z, w) and translation.
+
+    The form a TF buffer keeps per stamp, so that a lookup converts no matrices.
+    """
     dot = float(np.dot(q0, q1))
     if dot < 0.0:
         q1, dot = -q1, -dot
@@ -96,7 +105,7 @@ def interpolate_T(T0: np.ndarray, T1: np.ndarray, alpha: float) -> np.ndarray:
     else:
         theta = np.arccos(np.clip(dot, -1.0, 1.0))
         q = (np.sin((1 - alpha) * theta) * q0 + np.sin(alpha * theta) * q1) / np.sin(theta)
-    t = (1 - alpha) * np.asarray(T0[:3, 3]) + alpha * np.asarray(T1[:3, 3])
+    t = (1 - alpha) * t0 + alpha * t1
     return make_T(R_from_quat(q / np.linalg.norm(q)), t)
 
 

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from tt_depth_ros.geometry.pose.se3 import interpolate_T, invert_T
+from tt_depth_ros.geometry.pose.se3 import interpolate_qt, invert_T, quat_from_R
 from tt_depth_ros.ros.msgs.pose import T_from_transform_msg
 from tt_depth_ros.ros.msgs.stamps import NS_PER_S as NS
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
@@ -30,7 +30,9 @@ class TfBuffer:
     def __init__(self, cache_s: float = 10.0, max_extrapolation_s: float = 0.0) -> None:
         self._lock = threading.Lock()
         self._static: dict[str, tuple[str, np.ndarray]] = {}
-        self._dynamic: dict[str, tuple[str, list, list]] = {}   # child -> parent, stamps, Ts
+        # child -> parent, stamps, Ts and each T as (quaternion, translation): interpolation
+        # between stamps (every lookup of a moving frame) then converts no matrices
+        self._dynamic: dict[str, tuple[str, list, list, list]] = {}
         self._cache_ns = int(cache_s * NS)
         self._extra_ns = int(max_extrapolation_s * NS)
 
@@ -54,18 +56,22 @@ class TfBuffer:
                 return
             old = self._dynamic.get(child)
             if old is None or old[0] != parent:
-                old = (parent, [], [])
+                old = (parent, [], [], [])
                 self._dynamic[child] = old
-            _, stamps, Ts = old
+            _, stamps, Ts, qts = old
+            T = np.array(T_parent_child, dtype=np.float64)
+            qt = (quat_from_R(T[:3, :3]), T[:3, 3].copy())
             i = bisect.bisect_left(stamps, stamp_ns)
             if i < len(stamps) and stamps[i] == stamp_ns:
-                Ts[i] = np.array(T_parent_child, dtype=np.float64)
+                Ts[i], qts[i] = T, qt
             else:
                 stamps.insert(i, stamp_ns)
-                Ts.insert(i, np.array(T_parent_child, dtype=np.float64))
+                Ts.insert(i, T)
+                qts.insert(i, qt)
             while stamps and stamps[-1] - stamps[0] > self._cache_ns:
                 stamps.pop(0)
                 Ts.pop(0)
+                qts.pop(0)
 
     def _edge(self, child: str, stamp_ns: int):
         """(parent, T_parent_child) of `child` at `stamp_ns`, None if child is a root."""
@@ -73,7 +79,7 @@ class TfBuffer:
             return self._static[child]
         if child not in self._dynamic:
             return None
-        parent, stamps, Ts = self._dynamic[child]
+        parent, stamps, Ts, qts = self._dynamic[child]
         if stamp_ns == 0:
             return parent, Ts[-1]
         i = bisect.bisect_left(stamps, stamp_ns)
@@ -87,7 +93,7 @@ class TfBuffer:
                 f'{parent} -> {child}: no transform at {stamp_ns / NS:.6f} s (have '
                 f'{stamps[0] / NS:.6f} .. {stamps[-1] / NS:.6f} s; would extrapolate)')
         a = (stamp_ns - stamps[i - 1]) / (stamps[i] - stamps[i - 1])
-        return parent, interpolate_T(Ts[i - 1], Ts[i], a)
+        return parent, interpolate_qt(*qts[i - 1], *qts[i], a)
 
     def _up(self, frame: str, stamp_ns: int) -> tuple[dict[str, np.ndarray], str | None]:
         """Ancestors of `frame` (itself included) with T_ancestor_frame, nearest first.
