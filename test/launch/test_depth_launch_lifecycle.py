@@ -11,7 +11,8 @@ from launch_run import LaunchRun, assert_clean_ctrl_c, get_params, ros2, wait_st
 from support.procs import wait_for
 from support.rosutil import RosProbe
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
+# one_distro: lifecycle services on Kilted: test/ros/depth; the CLI wheel is the same on both
+pytestmark = [pytest.mark.ros, pytest.mark.one_distro, pytest.mark.timeout(240)]
 NODE = '/camera/depth_node'           # the launch file's defaults
 
 

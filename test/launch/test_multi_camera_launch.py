@@ -22,7 +22,8 @@ from support.rosutil import RELIABLE, RosProbe
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
+# one_distro: multi-camera nodes on Kilted: test/ros/depth; launch itself: test_depth_launch
+pytestmark = [pytest.mark.ros, pytest.mark.one_distro, pytest.mark.timeout(240)]
 CAMERAS = ('/m1', '/m2')
 W, H = 160, 120
 K = np.array([[150.0, 0, 79.5], [0, 150.0, 59.5], [0, 0, 1]])

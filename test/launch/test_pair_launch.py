@@ -20,7 +20,8 @@ from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 from tt_depth_ros.tools.eval.scene_render import intrinsics
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
+# one_distro: the pair node on Kilted: test/ros/pair; launch itself: test_depth_launch
+pytestmark = [pytest.mark.ros, pytest.mark.one_distro, pytest.mark.timeout(240)]
 H, W = 80, 112
 
 

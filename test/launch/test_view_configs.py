@@ -42,7 +42,8 @@ from support.rosutil import KNOWN_ENGINE, RELIABLE, TEST_DIR, RosProbe
 from tt_depth_ros.ros.msgs.camera_info import camera_info_for
 from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(240)]
+# one_distro: the topics the views read are the nodes', tested on Kilted in test/ros
+pytestmark = [pytest.mark.ros, pytest.mark.one_distro, pytest.mark.timeout(240)]
 SCENE_ENGINE = 'support.fake_engines.pair_scene:SceneDust3rEngine'
 NODES = {'depth_node', 'pair_node'}
 RVIZ_TYPES = {'rviz_default_plugins/Image': 'sensor_msgs/msg/Image',

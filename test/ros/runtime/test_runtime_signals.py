@@ -4,8 +4,8 @@
 own SIGINT, then escalates to SIGTERM after 5 s). Every case runs the real depth node entry point
 (`python -m tt_depth_ros.ros.depth.node`) in its own process: randomised bursts of 2-6
 SIGINT/SIGTERM with 0-1 s gaps (half of them near-simultaneous; a burst ends early once the process
-is gone) against the node with the known-depth engine double (fast startup), 50 per ROS distro
-(`make test` sends 100, each run with a fresh seed; TT_TEST_SIGNAL_BURSTS sets another count),
+is gone) against the node with the known-depth engine double (fast startup), 30 per ROS distro
+(`make test` sends 60, each run with a fresh seed; TT_TEST_SIGNAL_BURSTS sets another count),
 a few against the real tiny DA3 on torch-cpu (signals land in torch import, weight loading,
 activation), a signal during a configure that takes a minute (cancellable build, and one that
 cannot be interrupted), and a signal while the worker is inside a 30 s inference. Bounds are
@@ -34,7 +34,7 @@ from tt_depth_ros.ros.msgs.depth import rgb_image_msg
 
 # serial: exit-time bounds after signals, and 50 node processes started four at a time
 pytestmark = [pytest.mark.ros, pytest.mark.serial]
-BURSTS_DOUBLE = int(os.environ.get('TT_TEST_SIGNAL_BURSTS', '50'))
+BURSTS_DOUBLE = int(os.environ.get('TT_TEST_SIGNAL_BURSTS', '30'))
 BURSTS_TORCH, PARALLEL = 4, 4
 EXIT_BOUND_S = 8.0      # first signal -> process gone (the node's own budget is 4 s)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
