@@ -134,11 +134,12 @@ class Player:
         self.loop_span_ns = last - first + period
 
     def wait_for_subscribers(self, count: int = 1, timeout_s: float = 10.0,
-                             all_topics: bool = False, settle_s: float = 0.5) -> bool:
+                             all_topics: bool = False, settle_s: float = 1.0) -> bool:
         """Block until the frame topic's publisher (or every publisher) has `count` subscribers.
 
-        The writer side matches first; `settle_s` more lets the readers match this writer too
-        (a best-effort reader drops what arrives before that).
+        The writer side matches first; `settle_s` more lets the readers match this writer too:
+        a sample sent before that is lost even to a reliable reader (this writer keeps none for
+        late joiners). 0.5 s was not always enough on a loaded 2-core machine.
         """
         pubs = list(self.publishers.values()) if all_topics else [self.publishers[self.frame_topic]]
         if all_topics and self.clock_pub is not None:
