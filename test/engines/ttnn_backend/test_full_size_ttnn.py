@@ -1,9 +1,10 @@
-"""Full-size parity through the stand-in (slow): DA3 large 280x504, DUSt3R ViT-L 384x512.
+"""Full-size parity through the stand-in (slow): DA3 large 280x504, DUSt3R ViT-L 192x256.
 
 rule-v1 weights, against the golden fixtures (our fp32 torch models match them to ~1e-5). DA3 runs
 its default preset 'fast-hifi4' (float32-residual-head's numbers on the speed layout) against the
 issue's gate (depth PCC >= 0.9999; measured 0.99991, max rel 0.026); every other preset is gated
-at 56x84 (test_da3_precision.py). DUSt3R runs its default 'fast' (raw PCC >= 0.995 per channel).
+at 56x84 (test_da3_precision.py). DUSt3R runs its default 'fast' (raw PCC >= 0.995 per channel)
+on the golden pair at half size, against our fp32 torch model there.
 Beside each PCC gate, the error's magnitude (median and p99 relative error of the depth, per
 3-D point of the pointmaps) and, for DA3, the sky mask's agreement. For
 comparison, our torch model run entirely in bf16 on the same input measured 0.99949 (an all-bf16
@@ -71,27 +72,40 @@ def test_da3_large_280x504(ttnn, da3_large, dtype):
     gc.collect()
 
 
-# median and p99 relative error per 3-D point <=: about 2x what the default gives (its bf16
-# pointmaps are 10-20 % off fp32 per point on the synthetic weights, a scale PCC does not see)
+# median and p99 relative error per 3-D point <=: about 2x what the default gives at 384x512
+# (its bf16 pointmaps are 10-20 % off fp32 per point on the synthetic weights, a scale PCC does
+# not see); at 192x256 it gives 0.10-0.15 and 0.28-0.34
 DUST3R_BOUNDS = (0.4, 0.9)
 
 
-def test_dust3r_full_384x512(ttnn):
+def test_dust3r_full_192x256(ttnn):
+    """ViT-L/DPT at full model size, the golden pair at half its size, against fp32 torch there.
+
+    The reference is our fp32 torch DUSt3R on the same weights and input, which matches
+    upstream's 384x512 golden to ~1e-5 (test_dust3r_model.py); the half-size pair (a quarter of
+    the tokens) keeps every layer's width and depth at a third of the stand-in's time.
+    """
+    import cv2
+
+    from tt_depth_ros.engines.torch.dust3r import build_model
     keys = {k['key']: tuple(k['shape']) for k in dust3r_data.full_keys()}
     sd = {k: torch.from_numpy(v) for k, v in rule_v1_state_dict(keys).items()}
-    g = dust3r_data.fixture('full_384x512_grid4')
+    pair = [cv2.resize(u, (256, 192), interpolation=cv2.INTER_AREA)
+            for u in dust3r_data.pair_u8('384x512')]
+    model = build_model('dust3r-vitl-512-dpt', state_dict=sd)    # adopts sd's tensors
+    with torch.inference_mode():
+        ref = model(*(torch.from_numpy(dust3r_data.normalise(u)) for u in pair))
+    ref = {k: v[0].numpy() for k, v in ref.items()}
+    del model
     with build_ttnn_engine('dust3r-vitl-512-dpt', state_dict=sd) as eng:
         del sd
-        out = eng.infer(*dust3r_data.pair_u8('384x512'))
-    rows, cols = g['rows'], g['cols']
+        out = eng.infer(*pair)
     for v in (1, 2):
-        raw = out[f'raw_{v}'][np.ix_(rows, cols)]
-        ref = g[f'raw{v}'][0].transpose(1, 2, 0)
-        per_ch = [pcc(raw[..., c], ref[..., c]) for c in range(4)]
-        pts_ref = g['pts3d' if v == 1 else 'pts3d_in_other_view'][0]
-        pts = compare_maps(pts_ref, out[f'pts3d_{v}'][np.ix_(rows, cols)], vector_axis=-1)
-        p_conf = pcc(out[f'conf_{v}'][np.ix_(rows, cols)], g[f'conf{v}'][0])
-        print(f'DUSt3R full 384x512 view {v}: raw PCC per channel '
+        raw, want = out[f'raw_{v}'], ref[f'raw{v}'].transpose(1, 2, 0)
+        per_ch = [pcc(raw[..., c], want[..., c]) for c in range(4)]
+        pts = compare_maps(ref[f'pts3d_{v}'], out[f'pts3d_{v}'], vector_axis=-1)
+        p_conf = pcc(out[f'conf_{v}'], ref[f'conf_{v}'])
+        print(f'DUSt3R full 192x256 view {v}: raw PCC per channel '
               f'{[round(x, 5) for x in per_ch]}, pts3d {pts}, conf PCC {p_conf:.5f}')
         assert min(per_ch) >= 0.995
         assert pts.median_rel <= DUST3R_BOUNDS[0] and pts.p99_rel <= DUST3R_BOUNDS[1], str(pts)
