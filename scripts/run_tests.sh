@@ -185,9 +185,8 @@ xdist_k=(-n "$workers_k" --dist loadgroup --max-worker-restart=0)
 #    journeys (the demo, the trajectory benchmark, the ttnn stand-in node) whose ROS calls other
 #    `ros` tests already make on Kilted; they would double the longest tests for no new surface.
 #    Every process of this phase runs torch (and BLAS) with one thread (OMP_NUM_THREADS=1): the
-#    workers of both distros already share the 2 cores, and a second thread only waits for its
-#    sibling. Measured on one full-size forward on an idle machine, 1 thread took 14-16 % less
-#    CPU than 2 (DA3-Large torch 19.6 vs 22.7 CPU-s; on the stand-in 19.1 vs 22.8).
+#    workers of both distros already share the 2 cores, and a second thread would only wait for
+#    its sibling (even on an idle machine two threads spend more CPU on one forward than one).
 OMP_NUM_THREADS=1 run_pytest .venv-kilted kilted "$domain_k" "${xdist_k[@]}" \
   -m 'ros and not serial and not one_distro' test >"$logs/kilted.log" 2>&1 &
 kilted=$!

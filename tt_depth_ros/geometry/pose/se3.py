@@ -82,20 +82,13 @@ def angle_deg(R: np.ndarray) -> float:
     return float(np.degrees(np.arctan2(s, c)))
 
 
-def interpolate_T(T0: np.ndarray, T1: np.ndarray, alpha: float) -> np.ndarray:
-    """Transform a fraction `alpha` of the way from T0 to T1 (slerp rotation, lerp translation).
-
-    What tf2 does between two stamped transforms of one edge; alpha 0 gives T0, 1 gives T1.
-    """
-    return interpolate_qt(quat_from_R(T0[:3, :3]), np.asarray(T0[:3, 3]),
-                          quat_from_R(T1[:3, :3]), np.asarray(T1[:3, 3]), alpha)
-
-
 def interpolate_qt(q0: np.ndarray, t0: np.ndarray, q1: np.ndarray, t1: np.ndarray,
                    alpha: float) -> np.ndarray:
-    """`interpolate_T` of two transforms given as unit quaternion (x, y, z, w) and translation.
+    """4x4 transform a fraction `alpha` of the way from (q0, t0) to (q1, t1).
 
-    The form a TF buffer keeps per stamp, so that a lookup converts no matrices.
+    Slerp of the unit quaternions (x, y, z, w), lerp of the translations: what tf2 does between
+    two stamped transforms of one edge; alpha 0 gives the first, 1 the second. The inputs are
+    the form a TF buffer keeps per stamp, so that a lookup converts no matrices.
     """
     dot = float(np.dot(q0, q1))
     if dot < 0.0:

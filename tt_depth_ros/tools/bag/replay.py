@@ -139,7 +139,7 @@ class Player:
 
         The writer side matches first; `settle_s` more lets the readers match this writer too:
         a sample sent before that is lost even to a reliable reader (this writer keeps none for
-        late joiners). 0.5 s was not always enough on a loaded 2-core machine.
+        late joiners), and a loaded machine takes a while to complete discovery.
         """
         pubs = list(self.publishers.values()) if all_topics else [self.publishers[self.frame_topic]]
         if all_topics and self.clock_pub is not None:
