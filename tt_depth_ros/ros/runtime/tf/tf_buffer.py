@@ -24,15 +24,27 @@ class TfLookupError(LookupError):
     """No transform between two frames at that time (the message says why)."""
 
 
+class _StampedEdge:
+    """One stamped transform of a dynamic edge, also as (quaternion, translation).
+
+    Made when the transform arrives, so that a lookup between two stamps (the worker's hot
+    path, every frame of a moving camera) converts no matrices.
+    """
+
+    __slots__ = ('T', 'qt')
+
+    def __init__(self, T: np.ndarray) -> None:
+        self.T = T
+        self.qt = (quat_from_R(T[:3, :3]), T[:3, 3])
+
+
 class TfBuffer:
     """Frames as a forest: each child has one parent (the latest edge that named it)."""
 
     def __init__(self, cache_s: float = 10.0, max_extrapolation_s: float = 0.0) -> None:
         self._lock = threading.Lock()
         self._static: dict[str, tuple[str, np.ndarray]] = {}
-        # child -> parent, stamps, Ts and each T as (quaternion, translation): interpolation
-        # between stamps (every lookup of a moving frame) then converts no matrices
-        self._dynamic: dict[str, tuple[str, list, list, list]] = {}
+        self._dynamic: dict[str, tuple[str, list, list]] = {}   # child -> parent, stamps, edges
         self._cache_ns = int(cache_s * NS)
         self._extra_ns = int(max_extrapolation_s * NS)
 
@@ -56,22 +68,19 @@ class TfBuffer:
                 return
             old = self._dynamic.get(child)
             if old is None or old[0] != parent:
-                old = (parent, [], [], [])
+                old = (parent, [], [])
                 self._dynamic[child] = old
-            _, stamps, Ts, qts = old
-            T = np.array(T_parent_child, dtype=np.float64)
-            qt = (quat_from_R(T[:3, :3]), T[:3, 3].copy())
+            _, stamps, edges = old
+            edge = _StampedEdge(np.array(T_parent_child, dtype=np.float64))
             i = bisect.bisect_left(stamps, stamp_ns)
             if i < len(stamps) and stamps[i] == stamp_ns:
-                Ts[i], qts[i] = T, qt
+                edges[i] = edge
             else:
                 stamps.insert(i, stamp_ns)
-                Ts.insert(i, T)
-                qts.insert(i, qt)
+                edges.insert(i, edge)
             while stamps and stamps[-1] - stamps[0] > self._cache_ns:
                 stamps.pop(0)
-                Ts.pop(0)
-                qts.pop(0)
+                edges.pop(0)
 
     def _edge(self, child: str, stamp_ns: int):
         """(parent, T_parent_child) of `child` at `stamp_ns`, None if child is a root."""
@@ -79,21 +88,21 @@ class TfBuffer:
             return self._static[child]
         if child not in self._dynamic:
             return None
-        parent, stamps, Ts, qts = self._dynamic[child]
+        parent, stamps, edges = self._dynamic[child]
         if stamp_ns == 0:
-            return parent, Ts[-1]
+            return parent, edges[-1].T
         i = bisect.bisect_left(stamps, stamp_ns)
         if i < len(stamps) and stamps[i] == stamp_ns:
-            return parent, Ts[i]
+            return parent, edges[i].T
         if i == 0 or i == len(stamps):
             edge = stamps[0] if i == 0 else stamps[-1]
             if abs(edge - stamp_ns) <= self._extra_ns:
-                return parent, Ts[0 if i == 0 else -1]
+                return parent, edges[0 if i == 0 else -1].T
             raise TfLookupError(
                 f'{parent} -> {child}: no transform at {stamp_ns / NS:.6f} s (have '
                 f'{stamps[0] / NS:.6f} .. {stamps[-1] / NS:.6f} s; would extrapolate)')
         a = (stamp_ns - stamps[i - 1]) / (stamps[i] - stamps[i - 1])
-        return parent, interpolate_qt(*qts[i - 1], *qts[i], a)
+        return parent, interpolate_qt(*edges[i - 1].qt, *edges[i].qt, a)
 
     def _up(self, frame: str, stamp_ns: int) -> tuple[dict[str, np.ndarray], str | None]:
         """Ancestors of `frame` (itself included) with T_ancestor_frame, nearest first.
