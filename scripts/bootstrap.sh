@@ -62,8 +62,10 @@ echo "bootstrap[$distro]: building $venv with $($py --version)"
 # sources pip is configured with on this machine (indexes, find-links, constraints, CA bundle:
 # `pip config list`) and weighs every index alike, as pip does. uv does not byte-compile (what
 # pip's --no-compile was for): Python compiles what is imported on first import.
-"$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$root/requirements/uv.txt" 2>&1 \
-  | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+# pip warns once per package about the machine's absent local index folders: filter only those.
+pip_quiet() { "$venv/bin/python" -m pip install --disable-pip-version-check -q "$@" 2>&1 \
+                | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
+pip_quiet -r "$root/requirements/uv.txt"
 uv_sources=()
 while IFS= read -r arg; do uv_sources+=("$arg"); done < <("$venv/bin/python" - <<'PY'
 import ast
@@ -135,7 +137,6 @@ else
        "(the real-launch tests skip outside CI)"
 fi
 
-"$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation \
-  -e "$root" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+pip_quiet --no-deps --no-build-isolation -e "$root"
 echo "$stamp_want" >"$stamp_file"
 echo "bootstrap[$distro]: done in $(elapsed) s ($venv)"
