@@ -46,6 +46,7 @@ from tt_depth_ros.pipelines.scale_filter import (  # noqa: E402
     RESET,
     ScaleFilterSettings,
 )
+from tt_depth_ros.pipelines.sensor_scale import MAX_FIT_PIXELS, cloud_scale  # noqa: E402
 from tt_depth_ros.ros.depth.scale_inputs import ScaleSideInputs  # noqa: E402
 from tt_depth_ros.ros.msgs.cloud import pointcloud2_msg  # noqa: E402
 from tt_depth_ros.ros.msgs.pose import transform_stamped_msg  # noqa: E402
@@ -133,12 +134,14 @@ def cost(frames: int) -> None:
         clock.lap('stage')
         if scaled.filtered.state not in (MEASURED, RESET):
             raise RuntimeError(f'frame {i} was not measured: {scaled.figures}')
-    print(f'cloud, 640x480, {CLOUD_POINTS} points, {scaled.figures["cloud_pixels"]} pixels hit, '
-          f'{frames} frames:')
+    print(f'cloud, 640x480, {CLOUD_POINTS} points, {scaled.figures["cloud_points_in_view"]} in '
+          f'view, {scaled.figures["cloud_pixels"]} pixels fitted, {frames} frames:')
     print(f'  scan conversion (executor, per scan)  {clock.line("convert")}')
     print(f'  side inputs (scan, TF time travel)    {clock.line("gather")}')
     print(f'  scale stage (project, fit, filter)    {clock.line("stage")}')
     print(f'  worker per frame                      {clock.line("gather", "stage")}')
+    _lattice_against_every_pixel(frames, points, side.cloud_to_camera(
+        so.OPTICAL, t, so.LIDAR, t - 10**7, so.ODOM), depth, K)
     params.scale_source = 'temporal'
     state = ScaleState()
     for i in range(frames, 2 * frames):       # later stamps: TF keeps the last 10 s
@@ -151,6 +154,28 @@ def cost(frames: int) -> None:
         if i > frames and scaled.figures['scale_measured'] is None:
             raise RuntimeError(f'frame {i} had no camera-motion ratio: {scaled.figures}')
     print(f'temporal, 640x480, worker per frame     {clock.line("temporal")}')
+
+
+def _lattice_against_every_pixel(frames: int, points: np.ndarray, T: np.ndarray,
+                                 depth: np.ndarray, K: np.ndarray) -> None:
+    """The scan's projection and fit with the fit's pixel lattice and with every pixel hit.
+
+    Interleaved frame by frame, the order alternating, so the ratio holds however fast the
+    machine is at the time; a large array is rewritten between calls, as a forward would.
+    """
+    clock = _Clock()
+    evict = np.ones(4 << 20, np.float32)
+    variants = (('lattice', MAX_FIT_PIXELS), ('every pixel', 0))
+    for i in range(frames):
+        for name, max_pixels in variants[::1 if i % 2 else -1]:
+            evict += 1
+            clock.start()
+            cloud_scale(points, T, depth, None, K, max_pixels=max_pixels)
+            clock.lap(name)
+    lattice, every = (np.median(clock.cpu[name]) for name, _ in variants)
+    print(f'  projection + fit, lattice of ~{MAX_FIT_PIXELS} pixels   {clock.line("lattice")}')
+    print(f'  projection + fit, every pixel hit     {clock.line("every pixel")}')
+    print(f'  every pixel / lattice (same run)      {every / lattice:.2f}x')
 
 
 def stability(frames: int, plot: Path | None) -> None:

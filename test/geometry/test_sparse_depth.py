@@ -5,7 +5,6 @@ import pytest
 from tt_depth_ros.geometry.depth.sparse_depth import (
     grid_points,
     project_points,
-    transform_points,
 )
 from tt_depth_ros.geometry.depth.sparse_fit import (
     affine_inverse_fit,
@@ -42,6 +41,28 @@ def test_zbuffer_keeps_the_nearest_and_drops_behind_and_outside():
         assert np.isfinite(dense).sum() == 30 * 20                  # nothing else landed
 
 
+def test_a_lattice_bounds_the_pixels_and_keeps_occlusion_exact():
+    rng = np.random.default_rng(5)
+    box = [_on_pixel(u, v, 2.0) for u in range(20, 30) for v in range(10, 20)]
+    wall = [_on_pixel(u, v, 5.0 + 0.01 * v) for u in range(0, 64) for v in range(0, 48)]
+    jitter = [_on_pixel(u + 0.3, v - 0.3, 4.0) for u, v in zip(rng.integers(0, 63, 400),
+                                                              rng.integers(1, 48, 400))]
+    pts = np.array(wall + box + jitter + [[0.0, 0.0, -1.0]])[rng.permutation(len(wall) + 501)]
+    full = project_points(pts, K, (H, W))
+    sparse = project_points(pts, K, (H, W), max_pixels=300)
+    assert full.in_view == sparse.in_view == len(pts) - 1
+    k = 16                                   # 3572 points in view: 1/16 leaves <= 300
+    u, v = sparse.index % W, sparse.index // W
+    assert np.all((u + v) % k == 0) and len(np.unique(sparse.index)) == sparse.index.size
+    # every lattice pixel a point landed on is there, with the nearest point's depth
+    on_lattice = full.index[(full.index % W + full.index // W) % k == 0]
+    np.testing.assert_array_equal(np.sort(sparse.index), np.sort(on_lattice))
+    np.testing.assert_array_equal(sparse.dense()[np.isfinite(sparse.dense())],
+                                  full.dense()[np.isfinite(sparse.dense())])
+    assert 150 < sparse.index.size <= 300
+    assert np.all(sparse.dense()[10:20, 20:30][np.isfinite(sparse.dense()[10:20, 20:30])] == 2.0)
+
+
 def test_projection_rounds_to_pixel_centres_with_skew():
     Ks = K.copy()
     Ks[0, 1] = 0.5
@@ -61,12 +82,22 @@ def test_projection_rounds_to_pixel_centres_with_skew():
     assert np.isfinite(again.dense()).sum() == 2
 
 
-def test_transform_points_moves_into_the_target_frame():
-    T = make_T(np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), [1.0, 2.0, 3.0])
-    out = transform_points(np.array([[1.0, 0.0, 0.0]]), T)
-    np.testing.assert_allclose(out, [[1.0, 3.0, 3.0]])
+def test_projection_moves_the_points_with_T_first():
+    # a LiDAR frame rotated 90 deg about the optical axis and shifted: its points, moved by
+    # T_optical_lidar, land where the same points given in the optical frame land
+    T = make_T(np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), [0.2, -0.1, 0.5])
+    optical = np.array([_on_pixel(u, v, z) for u, v, z in ((5, 7, 2.0), (40, 30, 6.5),
+                                                              (40, 30, 7.0), (63, 47, 1.2))])
+    lidar = (optical - T[:3, 3]) @ T[:3, :3]            # T^-1 applied to the optical points
+    moved = project_points(lidar, K, (H, W), T)
+    direct = project_points(optical, K, (H, W))
+    np.testing.assert_array_equal(np.sort(moved.index), [7 * W + 5, 30 * W + 40, 47 * W + 63])
+    np.testing.assert_allclose(moved.dense(), direct.dense(), rtol=1e-6)
+    assert moved.dense()[30, 40] == pytest.approx(6.5)     # the nearer of the two wins
     with pytest.raises(ValueError, match=r'\(N, 3\)'):
-        transform_points(np.zeros((4, 2)), T)
+        project_points(np.zeros((4, 2)), K, (H, W), T)
+    with pytest.raises(ValueError, match='4x4'):
+        project_points(lidar, K, (H, W), T[:3])
 
 
 def test_gated_ratio_ignores_gross_outliers():

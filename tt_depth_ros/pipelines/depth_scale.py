@@ -258,7 +258,7 @@ def _measure(settings: RelativeScaleSettings, depth: np.ndarray, mask: np.ndarra
             return ScaleResult('cloud', None, inputs.cloud_missing or 'no scan'), None
         fit, sparse = cloud_scale(inputs.cloud, inputs.cloud_to_camera, depth, mask, K,
                                   settings.fit, settings.min_scale_support)
-        figures['cloud_pixels'] = int(sparse.index.size)
+        figures.update(cloud_pixels=int(sparse.index.size), cloud_points_in_view=sparse.in_view)
         return fit, None
     if source == 'temporal':
         if inputs.camera_pose is None:

@@ -4,11 +4,11 @@
 frame from TF) is projected onto the published grid with a z-buffer and the network's depth on
 those pixels is fitted to it (geometry/depth/sparse_depth.py, sparse_fit.py).
 
-`temporal_scale`: the previous published frame (kept as points, every TEMPORAL_STEP-th row and
-column of its confident pixels) is moved into this frame with the camera's motion and projected
-the same way; the scale that makes this frame's depth agree with it is the ratio over the
-pixels both see (overlapping, confident, not sky). ROS-free: the node and tt-depth-batch hand in
-the arrays they read from messages and TF.
+`temporal_scale`: the previous published frame (kept as points: its confident pixels on every
+k-th row and column, about TEMPORAL_POINTS of them) is moved into this frame with the camera's
+motion and projected the same way; the scale that makes this frame's depth agree with it is the
+ratio over the pixels both see (overlapping, confident, not sky). ROS-free: the node and
+tt-depth-batch hand in the arrays they read from messages and TF.
 """
 from __future__ import annotations
 
@@ -20,20 +20,20 @@ from tt_depth_ros.geometry.depth.sparse_depth import (
     SparseDepth,
     grid_points,
     project_points,
-    transform_points,
 )
 from tt_depth_ros.geometry.depth.sparse_fit import affine_inverse_fit, gated_ratio_scale
 from tt_depth_ros.geometry.pointmap.scale import ScaleResult
 from tt_depth_ros.geometry.pose.se3 import invert_T
 
 FITS = ('scale', 'affine_inverse')
-MAX_FIT_PIXELS = 4096
-"""A fit takes at most this many of the pixels a scan hit (every k-th): a median of thousands
-is already far more precise than the scale moves, and the fit's cost stays flat for a dense
-LiDAR (the projection still takes every point, so occlusion is judged on the whole scan)."""
-TEMPORAL_STEP = 4
-"""The previous frame is moved as every 4th row and column: thousands of pixels for a median
-at 1/16 of the projection work."""
+MAX_FIT_PIXELS = 2048
+"""A fit reads about this many pixels: those of a lattice over the image (sparse_depth.py
+`max_pixels`). The median of a few thousand ratios is far more precise than the scale moves,
+and the per-frame cost stays flat for a dense LiDAR; every point landing on a lattice pixel
+still competes in its z-buffer, so occlusion is exact there."""
+TEMPORAL_POINTS = 4 * MAX_FIT_PIXELS
+"""The previous frame is moved as every k-th row and column, k chosen for about this many
+points: enough that its lattice of pixels is full, at a fraction of the projection work."""
 
 
 class PreviousFrame(NamedTuple):
@@ -51,9 +51,6 @@ def fit_sparse(reference: SparseDepth, depth: np.ndarray, mask: Optional[np.ndar
     `mask` None: every pixel with a valid depth (the fits drop the others themselves).
     """
     index, ref = reference.index, reference.depth
-    if index.size > MAX_FIT_PIXELS:                 # every k-th: the scan's spread kept
-        k = -(-index.size // MAX_FIT_PIXELS)
-        index, ref = index[::k], ref[::k]
     net = depth.reshape(-1)[index]
     if mask is not None:
         allowed = mask.reshape(-1)[index]
@@ -67,7 +64,8 @@ def fit_sparse(reference: SparseDepth, depth: np.ndarray, mask: Optional[np.ndar
 
 def cloud_scale(points: np.ndarray, T_optical_cloud: np.ndarray, depth: np.ndarray,
                 mask: Optional[np.ndarray], K: np.ndarray, fit: str = 'scale',
-                min_support: int = 20) -> tuple[ScaleResult, SparseDepth]:
+                min_support: int = 20,
+                max_pixels: int = MAX_FIT_PIXELS) -> tuple[ScaleResult, SparseDepth]:
     """The fit of `depth` to a LiDAR scan, and the scan on the grid.
 
     Args:
@@ -78,8 +76,9 @@ def cloud_scale(points: np.ndarray, T_optical_cloud: np.ndarray, depth: np.ndarr
         K: 3x3 intrinsics of that grid.
         fit: 'scale' or 'affine_inverse'.
         min_support: fewest pixels for a fit.
+        max_pixels: about how many pixels the fit reads (0: every pixel the scan hits).
     """
-    sparse = project_points(transform_points(points, T_optical_cloud), K, depth.shape)
+    sparse = project_points(points, K, depth.shape, T_optical_cloud, max_pixels=max_pixels)
     return fit_sparse(sparse, depth, mask, fit, min_support, 'cloud'), sparse
 
 
@@ -87,7 +86,8 @@ def previous_frame(depth: np.ndarray, mask: Optional[np.ndarray], K: np.ndarray,
                    pose: np.ndarray, stamp_ns: int) -> PreviousFrame:
     """Keep a published metric frame for the next frame's temporal ratio (NaN off `mask`)."""
     kept = depth if mask is None else np.where(mask, depth, np.float32(np.nan))
-    return PreviousFrame(grid_points(kept, K, TEMPORAL_STEP), np.asarray(pose, np.float64),
+    step = max(1, int(np.sqrt(depth.size / TEMPORAL_POINTS)))
+    return PreviousFrame(grid_points(kept, K, step), np.asarray(pose, np.float64),
                          int(stamp_ns))
 
 
@@ -111,5 +111,6 @@ def temporal_scale(previous: Optional[PreviousFrame], depth: np.ndarray,
     if pose is None:
         return ScaleResult('temporal', None, 'no camera pose for this frame')
     T_cur_prev = invert_T(pose) @ previous.pose
-    sparse = project_points(transform_points(previous.points, T_cur_prev), K, depth.shape)
+    sparse = project_points(previous.points, K, depth.shape, T_cur_prev,
+                            max_pixels=MAX_FIT_PIXELS)
     return fit_sparse(sparse, depth, mask, 'scale', min_support, 'temporal')

@@ -10,7 +10,8 @@ import threading
 
 from tt_depth_ros.pipelines.depth_scale import ScaledDepth
 
-OPTIONAL = ('scale_reason', 'scale_sigma', 'scale_shift', 'cloud_pixels', 'camera_height_m')
+OPTIONAL = ('scale_reason', 'scale_sigma', 'scale_shift', 'cloud_pixels', 'cloud_points_in_view',
+            'camera_height_m')
 """Figures only some frames have: never shown beside a later frame's scale."""
 
 

@@ -141,15 +141,20 @@ def cloud_xyz(msg: PointCloud2) -> np.ndarray:
     offsets = [fields[n].offset for n in 'xyz']
     f32 = all(fields[n].datatype == PointField.FLOAT32 for n in 'xyz')
     if f32 and step % 4 == 0 and all(o % 4 == 0 for o in offsets):
-        # the usual layout: the points as rows of float32 words, x, y, z picked in one gather
+        # the usual layout: the points as rows of float32 words, x, y, z one column each
         words = points.view(order + 'f4').reshape(-1, step // 4)
-        xyz = words[:, [o // 4 for o in offsets]].astype(np.float32)
+        columns = [words[:, o // 4] for o in offsets]
     else:
         dtype = np.dtype({'names': list('xyz'),
                           'formats': [order + _XYZ_TYPES[fields[n].datatype] for n in 'xyz'],
                           'offsets': offsets, 'itemsize': step})
         pts = points.view(dtype)
-        xyz = np.empty((pts.size, 3), np.float32)
-        for i, n in enumerate('xyz'):
-            xyz[:, i] = pts[n]
-    return xyz[np.isfinite(xyz).all(axis=1)]
+        columns = [pts[n] for n in 'xyz']
+    # column by column into C order: a fancy gather gives Fortran order (a copy in every
+    # projection) and a row-wise `all` is an order of magnitude slower than three column ANDs
+    xyz = np.empty((columns[0].size, 3), np.float32)
+    for i, column in enumerate(columns):
+        xyz[:, i] = column
+    finite = np.isfinite(xyz)
+    finite = finite[:, 0] & finite[:, 1] & finite[:, 2]
+    return xyz if finite.all() else xyz[finite]

@@ -19,6 +19,9 @@ from tt_depth_ros.ros.msgs.stamps import NS_PER_S as NS
 from tt_depth_ros.ros.msgs.stamps import stamp_to_ns
 from tt_depth_ros.ros.runtime.tf.tf_qos import TF_QOS, TF_STATIC_LISTENER_QOS
 
+_IDENTITY = np.eye(4)
+_IDENTITY.setflags(write=False)     # the start of every walk up the tree: never written
+
 
 class TfLookupError(LookupError):
     """No transform between two frames at that time (the message says why)."""
@@ -109,7 +112,7 @@ class TfBuffer:
 
         Also returns why the walk stopped early (an edge unavailable at that stamp), if it did.
         """
-        poses, cur, T = {frame: np.eye(4)}, frame, np.eye(4)
+        poses, cur, T = {frame: _IDENTITY}, frame, _IDENTITY
         while True:
             try:
                 edge = self._edge(cur, stamp_ns)
@@ -120,7 +123,7 @@ class TfBuffer:
             parent, T_pc = edge
             if parent in poses:
                 raise TfLookupError(f'TF loop through {parent!r}')
-            T = T_pc @ T
+            T = T_pc if T is _IDENTITY else T_pc @ T
             poses[parent] = T
             cur = parent
 
