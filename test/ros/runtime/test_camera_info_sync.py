@@ -146,3 +146,43 @@ def test_each_image_uses_the_camera_info_of_its_stamp():
             assert proc.poll() is None, proc.log_text()
     finally:
         probe.close()
+
+
+def test_camera_infos_queued_behind_a_busy_executor_are_all_kept():
+    """An executor that falls behind (here: not spinning) still gets every CameraInfo.
+
+    The image keeps the input QoS (depth 1: the latest frame wins); its CameraInfos are tiny and
+    each image needs the one of its own stamp, so their history keeps several.
+    """
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from rclpy.parameter import Parameter
+
+    from tt_depth_ros.ros.depth.node import DepthNode
+    probe = RosProbe('cisq_probe')
+    node = DepthNode('depth_node', namespace='/cisq', context=probe.ctx, parameter_overrides=[
+        Parameter('engine_plugin', value=KNOWN_ENGINE), Parameter('autostart', value=False),
+        Parameter('input_reliability', value='reliable'),
+        Parameter('camera_info_wait_s', value=0.0)])
+    executor = SingleThreadedExecutor(context=probe.ctx)
+    try:
+        ok = TransitionCallbackReturn.SUCCESS
+        assert node.trigger_configure() == ok and node.trigger_activate() == ok, \
+            node.stats.last_error
+        (cam,) = node.cameras
+        assert cam.camera_info_sub.qos_profile.depth >= 6
+        info = probe.publisher(CameraInfo, '/cisq/camera_info', RELIABLE)
+        probe.wait_matched(info)
+        for sec in range(1, 7):                       # a burst the executor does not take
+            info.publish(camera_info_for(_K(400.0 + sec), W, H, _hdr(sec)))
+        time.sleep(1.0)
+        executor.add_node(node)
+        for _ in range(20):
+            executor.spin_once(timeout_sec=0.05)
+        for sec in range(1, 7):
+            m = node.camera_views.match(cam.key, _hdr(sec).stamp)
+            assert m is not None and m.how == 'exact', f'stamp {sec}: {m}'
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        probe.close()

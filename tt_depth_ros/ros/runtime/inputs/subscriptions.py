@@ -24,6 +24,9 @@ from tt_depth_ros.ros.runtime.diagnostics import NodeStats
 from tt_depth_ros.ros.runtime.mailbox import LatestFrameMailbox
 from tt_depth_ros.ros.runtime.qos import subscription_events
 
+CAMERA_INFO_DEPTH = 10
+"""Fewest CameraInfos a subscription keeps (they are tiny; see subscribe_camera_info)."""
+
 
 class NodeInputs:
     """Subscriptions, prechecks, decoding and the mailbox hand-off of one node.
@@ -65,9 +68,16 @@ class NodeInputs:
         return self.track(sub)
 
     def subscribe_camera_info(self, topic: str, callback):
-        """Subscribe CameraInfo on `topic` with the input QoS (incompatible QoS is logged)."""
+        """Subscribe CameraInfo on `topic` with the input QoS (incompatible QoS is logged).
+
+        The history keeps at least CAMERA_INFO_DEPTH messages: each image needs the CameraInfo
+        of its own stamp, and with a history of one an executor that falls a frame behind lets
+        the next CameraInfo replace it, losing a frame whose image did arrive.
+        """
+        qos = self._qos()
+        qos.depth = max(qos.depth, CAMERA_INFO_DEPTH)
         sub = self._node.create_subscription(
-            CameraInfo, topic, callback, self._qos(),
+            CameraInfo, topic, callback, qos,
             event_callbacks=subscription_events(self._node.get_logger(), topic))
         return self.track(sub)
 
