@@ -1,8 +1,9 @@
 """The ttnn engine through the REAL ttnn 0.81.1 on a mock p150 (the dry run): nothing rejected.
 
-Zero rejections and zero buffer hazards: DA3 tiny at every golden size and on camera frames it
-resizes on the device (one and two resize steps), DUSt3R tiny at its fixture's size, and each
-family's default at full size (DA3-Large at three sizes, DUSt3R-Large in both orientations).
+Zero rejections and zero buffer hazards: DA3 tiny at every golden size (one preset each) and on
+camera frames it resizes on the device (one and two resize steps), DUSt3R tiny at its fixture's
+size, and each family's default at full size (DA3-Large at the three golden sizes, DUSt3R-Large
+in both orientations).
 
 Each model runs in a fresh interpreter (`python -m devtools.ttnn.dryrun.driver --json`), the
 real library in the side venv (devtools/ttnn/dryrun/environment.py). Without Python 3.12 the
@@ -69,7 +70,8 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
 # two 384x512 orientations run full size in the test below, with the same ops on more channels),
 # 'bfloat16' (the former default: the DRAM layout every size took before)
 @pytest.mark.parametrize('model,views,sizes,cameras,dtype', [
-    ('da3-tiny', 1, (), ('480x640', '720x1280'), None),  # 640x480: one resize step; 1280x720: two
+    # 640x480: one resize step; 1280x720: two; with 518x518, three traced shapes (2 kept)
+    ('da3-tiny', 1, ('518x518',), ('480x640', '720x1280'), None),
     ('da3-tiny', 1, ('518x518',), ('720x1280',), 'fast'),
     ('da3-tiny', 1, ('280x504',), ('480x640',), 'float32-residual-head'),
     ('dust3r-tiny', 2, ('80x112',), (), None),
