@@ -2,7 +2,8 @@
 
 The node runs in namespace <camera>: it subscribes <camera>/<image_topic> (or
 <camera>/<image_topic>/compressed with input_transport:=compressed) and
-<camera>/<camera_info_topic>, and publishes <camera>/depth, <camera>/depth/camera_info,
+<camera>/<camera_info_topic> (and <metric_cloud_topic> or <metric_depth_topic> with a
+scale_source), and publishes <camera>/depth, <camera>/depth/camera_info,
 <camera>/points, <camera>/depth/colorized (<camera>/depth/compressedDepth with
 compressed_depth:=true in the config) and /diagnostics; rviz:=true also opens rviz/depth.rviz
 when rviz2 is installed (ros/runtime/process/rviz_launch.py). Parameters come from the `config` file
@@ -22,7 +23,7 @@ from launch import LaunchDescription
 
 #: Launch arguments that set the node parameter of the same name (only when given).
 PARAMETER_ARGS = ('model', 'weights_path', 'backend', 'device_id', 'input_transport', 'autostart',
-                  'use_sim_time')
+                  'use_sim_time', 'scale_source', 'scale_filter', 'scale_fixed_frame')
 
 
 def _node(context):
@@ -45,7 +46,9 @@ def _node(context):
         package='tt_depth_ros', executable='depth_node', name=get('node_name'),
         namespace=get('camera'), output='screen', parameters=params,
         remappings=[('image', image), ('image/compressed', image + '/compressed'),
-                    ('camera_info', get('camera_info_topic'))])] + rviz_actions(
+                    ('camera_info', get('camera_info_topic')),
+                    ('metric_cloud', get('metric_cloud_topic')),
+                    ('metric_depth', get('metric_depth_topic'))])] + rviz_actions(
         get('rviz'), 'depth.rviz')
 
 
@@ -80,6 +83,20 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('use_sim_time', default_value='',
                               description='parameter use_sim_time: true = the node clock follows '
                               '/clock'),
+        DeclareLaunchArgument('scale_source', default_value='',
+                              description='parameter scale_source: none, depth, camera_height, '
+                              'cloud (a LiDAR on metric_cloud_topic) or temporal'),
+        DeclareLaunchArgument('scale_filter', default_value='',
+                              description='parameter scale_filter: none or kalman'),
+        DeclareLaunchArgument('scale_fixed_frame', default_value='',
+                              description='parameter scale_fixed_frame: odometry frame for a '
+                              'moving camera (e.g. odom)'),
+        DeclareLaunchArgument('metric_cloud_topic', default_value='metric_cloud',
+                              description='scale_source cloud: the LiDAR PointCloud2 topic, '
+                              'relative to the camera namespace or absolute'),
+        DeclareLaunchArgument('metric_depth_topic', default_value='metric_depth',
+                              description='scale_source depth: the metric depth image topic, '
+                              'relative to the camera namespace or absolute'),
         DeclareLaunchArgument('rviz', default_value='false',
                               description='true = also start rviz2 with rviz/depth.rviz (one log '
                               'line instead when rviz2 is not installed)'),

@@ -2,10 +2,10 @@
 
 One launch run (autostart, a config file of the test, some arguments given): the node reaches
 active; the config file's values hold where no argument is given and a given argument overrides
-them; a string choice the config quotes ('nan') stays a string through rcl; use_sim_time drives
-the node clock from /clock; depth and points come out of the remapped topics; `ros2 param get`
-reads it; Ctrl-C to the process group ends launch and the node with exit 0. `ros2 run` finds the
-package's tools.
+them (the scale source's too, its LiDAR topic remapped); a string choice the config quotes
+('nan') stays a string through rcl; use_sim_time drives the node clock from /clock; depth and
+points come out of the remapped topics; `ros2 param get` reads it; Ctrl-C to the process group
+ends launch and the node with exit 0. `ros2 run` finds the package's tools.
 """
 import re
 import subprocess
@@ -49,7 +49,9 @@ def launched(launch_env, config):
     probe = RosProbe('launch_depth_probe')
     run = LaunchRun(launch_env, 'depth.launch.py', {
         'camera': NS, 'node_name': NAME, 'image_topic': 'cam/image', 'camera_info_topic':
-        'cam/info', 'config': str(config), 'input_transport': 'raw', 'use_sim_time': 'true'},
+        'cam/info', 'config': str(config), 'input_transport': 'raw', 'use_sim_time': 'true',
+        'scale_source': 'cloud', 'scale_filter': 'kalman',
+        'metric_cloud_topic': '/la_lidar/points'},
         name='launch-depth')
     try:
         yield run, probe
@@ -67,12 +69,17 @@ def test_config_values_hold_unless_given_on_the_command_line(launched, config, t
     run, probe = launched
     wait_state(probe, NODE, 'active', run=run)
     got = get_params(probe, NODE, ['model', 'weights_path', 'backend', 'input_transport',
-                                   'sky_mode', 'process_res', 'autostart', 'use_sim_time'])
+                                   'sky_mode', 'process_res', 'autostart', 'use_sim_time',
+                                   'scale_source', 'scale_filter'])
     assert got == {'model': 'da3metric-tiny', 'weights_path': tiny_weights['da3metric-tiny'],
                    'backend': 'torch-cpu',          # from the config file: no argument given
                    'input_transport': 'raw',        # the argument overrides the file's value
                    'sky_mode': 'nan',               # a quoted choice stays a string through rcl
-                   'process_res': 112, 'autostart': True, 'use_sim_time': True}, run.log()
+                   'process_res': 112, 'autostart': True, 'use_sim_time': True,
+                   'scale_source': 'cloud', 'scale_filter': 'kalman'}, run.log()
+    # the LiDAR input is remapped where the argument says
+    wait_for(lambda: probe.node.count_subscribers('/la_lidar/points') >= 1, 30,
+             what='a subscriber on /la_lidar/points')
 
 
 def test_outputs_arrive_on_the_remapped_topics(launched):
