@@ -114,11 +114,19 @@ generate_interfaces() {  # <package name> <source dir>
     fixed_cmake_paths=1
   fi
   rm -rf "$build"; mkdir -p "$build"
-  AMENT_PREFIX_PATH="$venv" cmake -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$venv" \
+  # Python needs the C type supports only: a copy of the package whose CMakeLists drops the C++
+  # generators (rosidl_generator_cpp, rosidl_typesupport_*_cpp) after finding them
+  cp -r "$src" "$build/src"
+  src="$build/src"
+  sed -i 's/^find_package(rosidl_default_generators REQUIRED)$/&\nlist(FILTER AMENT_EXTENSIONS_rosidl_generate_idl_interfaces EXCLUDE REGEX "_cpp:")/' \
+    "$src/CMakeLists.txt"
+  grep -q '^list(FILTER AMENT_EXTENSIONS_rosidl_generate_idl_interfaces' "$src/CMakeLists.txt" \
+    || { echo "bootstrap: $name: no find_package(rosidl_default_generators REQUIRED) line" >&2; exit 1; }
+  AMENT_PREFIX_PATH="$venv" cmake -S "$src" -B "$build/cmake" -DCMAKE_PREFIX_PATH="$venv" \
     -DCMAKE_INSTALL_PREFIX="$venv" -DPython3_EXECUTABLE="$venv/bin/python" -DBUILD_TESTING=OFF >"$build.log" 2>&1 \
     || { tail -n 40 "$build.log"; echo "bootstrap: $name configure failed (log: $build.log)" >&2; exit 1; }
-  AMENT_PREFIX_PATH="$venv" cmake --build "$build" -j2 >>"$build.log" 2>&1 \
-    && cmake --install "$build" >>"$build.log" 2>&1 \
+  AMENT_PREFIX_PATH="$venv" cmake --build "$build/cmake" -j2 >>"$build.log" 2>&1 \
+    && cmake --install "$build/cmake" >>"$build.log" 2>&1 \
     || { tail -n 40 "$build.log"; echo "bootstrap: $name build failed (log: $build.log)" >&2; exit 1; }
   "$venv/bin/python" -c "import $name" \
     || { echo "bootstrap: $name built but does not import" >&2; exit 1; }
