@@ -69,17 +69,40 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
 # (the former default's DRAM layout); DUSt3R 'fast' (default) at the tiny fixture's own size (its
 # two 384x512 orientations run full size in the test below, with the same ops on more channels),
 # 'bfloat16' (the former default: the DRAM layout every size took before)
-@pytest.mark.parametrize('model,views,sizes,cameras,dtype', [
+TINY = [
     # 640x480: one resize step; 1280x720: two; with 518x518, three traced shapes (2 kept)
     ('da3-tiny', 1, ('518x518',), ('480x640', '720x1280'), None),
     ('da3-tiny', 1, ('518x518',), ('720x1280',), 'fast'),
     ('da3-tiny', 1, ('280x504',), ('480x640',), 'float32-residual-head'),
     ('dust3r-tiny', 2, ('80x112',), (), None),
-    ('dust3r-tiny', 2, ('80x112',), (), 'bfloat16')])
-def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
-                                                               views, sizes, cameras, dtype):
-    rep = run_driver(tmp_path, model, sizes=sizes, cameras=cameras,
-                     extra=() if dtype is None else ('--dtype', dtype))
+    ('dust3r-tiny', 2, ('80x112',), (), 'bfloat16')]
+TWO_CQ = {'model': 'da3-tiny', 'sizes': ['280x504'], 'cameras': ['480x640'], 'command_queues': 2}
+
+
+@pytest.fixture(scope='module')
+def tiny_reports(side_python, tmp_path_factory):
+    """The tiny runs and the two-queue run, in one driver process (one interpreter start)."""
+    tmp = tmp_path_factory.mktemp('dryrun_tiny')
+    plan = [{'model': m, 'sizes': list(s), 'cameras': list(c), 'dtype': d}
+            for m, _, s, c, d in TINY] + [TWO_CQ]
+    (tmp / 'plan.json').write_text(json.dumps(plan))
+    out = tmp / 'reports.json'
+    r = subprocess.run([sys.executable, '-m', 'devtools.ttnn.dryrun.driver', '--plan',
+                        str(tmp / 'plan.json'), '--json', str(out)], capture_output=True,
+                       text=True, timeout=1500, cwd=ROOT)
+    print(r.stdout[-6000:])
+    assert out.exists(), f'driver wrote no report (exit {r.returncode}):\n{r.stderr[-4000:]}'
+    reports = json.loads(out.read_text())
+    assert len(reports) == len(plan)
+    return reports
+
+
+@pytest.mark.parametrize('index', range(len(TINY)),
+                         ids=[f'{m}-{d or "default"}' for m, _, _, _, d in TINY])
+def test_tiny_engine_real_library_zero_rejections_zero_hazards(tiny_reports, index):
+    model, views, sizes, cameras, dtype = TINY[index]
+    rep = tiny_reports[index]
+    assert rep['model'] == model and rep['sizes'] == list(sizes)
     check_report(rep, views)
     if dtype is not None:
         assert rep['engine_info']['precision'] == dtype
@@ -87,15 +110,14 @@ def test_tiny_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_
     print({t['phase']: t['programs'] for t in rep['traces']}, rep['peak_bytes'])
 
 
-def test_two_command_queues_real_library(side_python, tmp_path):
+def test_two_command_queues_real_library(tiny_reports):
     """The 2-CQ engine through the real library, wait_for_event alone counted, not sent.
 
     Mesh open with two queues, staging buffers, the CQ1 upload, ttnn.copy, events, the
     non-blocking readback, two frames in flight, a camera key (wait_for_event crashes the mock's
     dispatch).
     """
-    rep = run_driver(tmp_path, 'da3-tiny', sizes=('280x504',), cameras=('480x640',),
-                     extra=('--command-queues', '2'))
+    rep = tiny_reports[len(TINY)]
     check_report(rep, 1, open_op='ttnn.open_mesh_device')
     assert rep['engine_info']['command_queues'] == 2
     assert rep['skipped_wait_for_event'] == 5      # 1 + 2 (two frames), 2 (the camera frame)

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m devtools.ttnn.dryrun.driver --model da3-tiny [--size 280x504 ...]
         [--camera 480x640 ...] [--grid 11x10|13x10] [--dtype PRESET] [--json OUT]
+    .venv/bin/python -m devtools.ttnn.dryrun.driver --plan RUNS.json --json OUT
 
 The engine (tt_depth_ros.engines.ttnn, rule-v1 weights) runs in this interpreter with the real
 library behind `ttnn` (bridge.py -> server.py in the side venv, environment.py). It goes through
@@ -225,9 +226,25 @@ def problems(result: dict) -> list[str]:
     return out
 
 
+def run_plan(plan: list[dict]) -> list[dict]:
+    """Several runs in this one interpreter, each with its own real-library process.
+
+    A plan entry holds `run`'s keyword arguments (model, sizes, dtype, cameras, command_queues,
+    ...); this saves each run the interpreter's start and the torch import.
+    """
+    reports = []
+    for entry in plan:
+        entry = dict(entry)
+        entry['cameras'] = tuple(entry.get('cameras', ()))
+        reports.append(run(entry.pop('model'), list(entry.pop('sizes', [])), **entry))
+    return reports
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--model', choices=sorted(MODELS), required=True)
+    ap.add_argument('--plan', help="a JSON list of runs (run()'s keyword arguments): --json "
+                    'gets the list of their reports')
+    ap.add_argument('--model', choices=sorted(MODELS))
     ap.add_argument('--size', action='append', default=[], help='HxW (repeatable)')
     ap.add_argument('--camera', action='append', default=[],
                     help='HxW camera size resized on the device (DA3; repeatable)')
@@ -239,6 +256,16 @@ def main() -> int:
                     help='upload with from_torch, no .tensorbin weight cache')
     ap.add_argument('--json', help='write the full report here')
     a = ap.parse_args()
+    if a.plan:
+        reports = run_plan(json.loads(Path(a.plan).read_text()))
+        if a.json:
+            Path(a.json).write_text(json.dumps(reports, indent=1))
+        for r in reports:
+            print(r['model'], r.get('engine_info', {}).get('precision'), r['status'],
+                  r['timings_s'], *(f'PROBLEM {p}' for p in r['problems']))
+        return 1 if any(r['problems'] for r in reports) else 0
+    if not a.model:
+        ap.error('--model (or --plan) is required')
     r = run(a.model, a.size, a.grid, a.max_traced_shapes, dtype=a.dtype,
             command_queues=a.command_queues, cameras=tuple(a.camera),
             weight_cache=not a.no_weight_cache)
