@@ -72,8 +72,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 # Long, independent work that would otherwise come last in collection order (test/ttnn_*, after
-# test/tools): each real-library dry run is its own unit (one fresh driver process per test, no
-# module fixture), and these units go before the first test/tools file. At the end of the run
+# test/tools): each full-size real-library dry run is its own unit (the tiny ones share one
+# driver process: an xdist_group named after the file), and these units go before the first
+# test/tools file. At the end of the run
 # they left one worker busy for two minutes while the others idled; earlier than that they would
 # overlap the Kilted pass (its first ~3 minutes), which holds timing-sensitive waits.
 SPLIT_PER_TEST = ('test/ttnn_dryrun/test_ttnn_dryrun.py',)

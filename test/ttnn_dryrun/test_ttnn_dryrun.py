@@ -77,6 +77,9 @@ TINY = [
     ('dust3r-tiny', 2, ('80x112',), (), None),
     ('dust3r-tiny', 2, ('80x112',), (), 'bfloat16')]
 TWO_CQ = {'model': 'da3-tiny', 'sizes': ['280x504'], 'cameras': ['480x640'], 'command_queues': 2}
+# one xdist unit (test/conftest.py splits this file per test): the runs share one fixture; the
+# name keeps the file's place among the long units that go before test/tools
+TINY_GROUP = pytest.mark.xdist_group('test/ttnn_dryrun/test_ttnn_dryrun.py::tiny')
 
 
 @pytest.fixture(scope='module')
@@ -97,6 +100,7 @@ def tiny_reports(side_python, tmp_path_factory):
     return reports
 
 
+@TINY_GROUP
 @pytest.mark.parametrize('index', range(len(TINY)),
                          ids=[f'{m}-{d or "default"}' for m, _, _, _, d in TINY])
 def test_tiny_engine_real_library_zero_rejections_zero_hazards(tiny_reports, index):
@@ -110,6 +114,7 @@ def test_tiny_engine_real_library_zero_rejections_zero_hazards(tiny_reports, ind
     print({t['phase']: t['programs'] for t in rep['traces']}, rep['peak_bytes'])
 
 
+@TINY_GROUP
 def test_two_command_queues_real_library(tiny_reports):
     """The 2-CQ engine through the real library, wait_for_event alone counted, not sent.
 
