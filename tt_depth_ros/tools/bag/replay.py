@@ -134,12 +134,13 @@ class Player:
         self.loop_span_ns = last - first + period
 
     def wait_for_subscribers(self, count: int = 1, timeout_s: float = 10.0,
-                             all_topics: bool = False, settle_s: float = 1.0) -> bool:
+                             all_topics: bool = False, settle_s: float = 2.0) -> bool:
         """Block until the frame topic's publisher (or every publisher) has `count` subscribers.
 
         The writer side matches first; `settle_s` more lets the readers match this writer too:
-        a sample sent before that is lost even to a reliable reader (this writer keeps none for
-        late joiners), and a loaded machine takes a while to complete discovery.
+        a sample sent before that is lost even to a reliable reader (a volatile reader that
+        matches late starts after it), and a loaded machine takes a while to complete discovery
+        (1 s lost the first frame with the other distro's overload test beside it).
         """
         pubs = list(self.publishers.values()) if all_topics else [self.publishers[self.frame_topic]]
         if all_topics and self.clock_pub is not None:
