@@ -139,8 +139,7 @@ class Player:
 
         The writer side matches first; `settle_s` more lets the readers match this writer too:
         a sample sent before that is lost even to a reliable reader (a volatile reader that
-        matches late starts after it), and a loaded machine takes a while to complete discovery
-        (1 s lost the first frame with the other distro's overload test beside it).
+        matches late starts after it), and a loaded machine takes a while to complete discovery.
         """
         pubs = list(self.publishers.values()) if all_topics else [self.publishers[self.frame_topic]]
         if all_topics and self.clock_pub is not None:
