@@ -11,11 +11,20 @@ validation may use:
 
 Everything else is the network (DA3METRIC-LARGE: DINOv2-L, 24 blocks of width 1024, 16 heads of
 64, 37x37 patches + cls = 1370 tokens, tile-padded 1376; its DPT head as in
-tt_depth_ros/models/da3) and ASSUMPTIONS, each marked: the per-block op list (9 ops: the
-residual and LayerScale fused into proj / fc2 as the DUSt3R port's
-dit_minimal_matmul_addcmul_fused does, GELU fused into fc1: 24 x 9 = 216 of the 265 ops), SDPA
-chunks 128 / 256 (the DUSt3R port's), and the head as one op per conv, resize, add or 1x1,
-its maps height-sharded in L1 from 74x74 up, block-sharded below.
+tt_depth_ros/models/da3) and ASSUMPTIONS, each marked. Two readings of what the 265 ops were:
+
+- BACKBONE_OPS, the backbone alone (the reading the evidence favours): every public state of the
+  port (changh95/tt-Depth-Anything-3 @ b8a87ad and @ dc5fe31, README.md and TODO.md: "24-block
+  backbone on chip + bf16 channels-last CPU head", "CPU DPT head ... ~110 ms", porting the head
+  to the chip its open item 1.1) runs the DPT head on the host, and 265 = 24 x 11 + 1 is what a
+  DINOv2 block of 11 device ops makes (LayerNorm, qkv, head split, SDPA, head merge, proj,
+  residual add, LayerNorm, fc1 with GELU, fc2, residual add; LayerScale folded into proj / fc2)
+  plus one op (ASSUMED: a LayerNorm of a tap).
+- OPS, backbone and DPT head on the device: 9 ops a block (ASSUMED: the residual and LayerScale
+  fused into proj / fc2 as the DUSt3R port's dit_minimal_matmul_addcmul_fused does, GELU fused
+  into fc1) and the head as one op per conv, resize, add or 1x1, its maps height-sharded in L1
+  from 74x74 up, block-sharded below. It comes to 293 ops, not 265.
+Both take SDPA chunks 128 / 256 (ASSUMED: the DUSt3R port's).
 """
 from __future__ import annotations
 
@@ -84,3 +93,20 @@ HEAD = [
     {'op': 'matmul', 'm': 518 * 518, 'k': 32, 'n': 2, 'fidelity': FIDELITY['head']},
 ]
 OPS = EMBED + BLOCK * 24 + HEAD
+
+BACKBONE_BLOCK = [             # ASSUMPTION: 11 ops a block, residual adds unfused (module doc)
+    {'op': 'layer_norm', 'shape': (TOKENS, 1024)},
+    {'op': 'matmul', 'm': TOKENS, 'k': 1024, 'n': 3072, 'fidelity': FIDELITY['qkv']},
+    {'op': 'data movement', 'name': 'create heads', 'shape': (TOKENS, 3072)},
+    {'op': 'sdpa', 'heads': 16, 'seq': 1370, 'dh': 64, 'fidelity': FIDELITY['sdpa']},
+    {'op': 'data movement', 'name': 'concat heads', 'shape': (TOKENS, 1024)},
+    {'op': 'matmul', 'm': TOKENS, 'k': 1024, 'n': 1024, 'fidelity': FIDELITY['proj']},
+    {'op': 'eltwise', 'shape': (TOKENS, 1024)},
+    {'op': 'layer_norm', 'shape': (TOKENS, 1024)},
+    {'op': 'matmul', 'm': TOKENS, 'k': 1024, 'n': 4096, 'fidelity': FIDELITY['fc1']},
+    {'op': 'matmul', 'm': TOKENS, 'k': 4096, 'n': 1024, 'fidelity': FIDELITY['fc2']},
+    {'op': 'eltwise', 'shape': (TOKENS, 1024)},
+]
+BACKBONE_OPS = BACKBONE_BLOCK * 24 + [{'op': 'layer_norm', 'shape': (TOKENS, 1024)}]
+READINGS = {'backbone on device, head on the host': BACKBONE_OPS,
+            'backbone and DPT head on device': OPS}

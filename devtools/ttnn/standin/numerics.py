@@ -13,6 +13,7 @@ import torch
 TILE = 32        # tile edge: the last two dims of a TILE tensor are padded to multiples of 32
 BFP_GROUP = 16   # bfloat8_b: one shared exponent per 16 values (one row of a 16x16 face)
 _EXACT = {'on': False}
+_DITHER = {'seed': None, 'rel': 0.0}
 
 
 @contextlib.contextmanager
@@ -31,6 +32,37 @@ def exact_arithmetic():
 def exact_on() -> bool:
     """True inside `exact_arithmetic()`."""
     return _EXACT['on']
+
+
+@contextlib.contextmanager
+def dither(seed: int, rel: float):
+    """Noise measurement only: perturb every fp32-accumulated sum by up to `rel` of itself.
+
+    The device sums a matmul's products in an order the stand-in does not know (and BLAS sums
+    them in another on every CPU): those float32 sums differ in their last bits. `jitter`
+    perturbs the matmul, SDPA and conv sums by a seeded, deterministic amount (a hash of the
+    value's bits and `seed`, uniform in [-rel, rel) relative): another equally plausible
+    summation. The spread of a PCC over seeds is how much of it is rounding luck
+    (benchmarks/ttnn_precision_table.py --noise-seeds). Deferred ops must finish inside.
+    """
+    before = dict(_DITHER)
+    _DITHER.update(seed=int(seed), rel=float(rel))
+    try:
+        yield
+    finally:
+        _DITHER.update(before)
+
+
+def jitter(x: torch.Tensor) -> torch.Tensor:
+    """A float32 sum `x` perturbed under `dither`; `x` itself otherwise."""
+    if _DITHER['seed'] is None or x.is_meta:
+        return x
+    bits = x.to(torch.float32).contiguous().view(torch.int32).to(torch.int64)
+    h = (bits * 0x9E3779B1 + _DITHER['seed'] * 0x85EBCA77 + 0x27D4EB2F) & 0xFFFFFFFF
+    h = (h ^ (h >> 15)) * 0x2C1B3C6D & 0xFFFFFFFF
+    h = (h ^ (h >> 12)) & 0xFFFFFF
+    u = h.to(torch.float64) / float(1 << 23) - 1.0                   # uniform in [-1, 1)
+    return (x.to(torch.float64) * (1.0 + _DITHER['rel'] * u)).to(torch.float32)
 
 
 @contextlib.contextmanager

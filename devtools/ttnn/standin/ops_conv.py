@@ -102,6 +102,7 @@ def _conv(name, *, input_tensor, weight_tensor, device, in_channels, out_channel
             else:
                 y = y + torch.nn.functional.conv2d(vp, wp, None, stride, padding, dilation,
                                                    groups)
+        y = numerics.jitter(y)
         if b is not None:
             y = y + d[2].reshape(1, -1, 1, 1)
         if act is not None:

@@ -102,7 +102,7 @@ def fpu_matmul(in0, in1, cfg):
     fidelity = fidelity_of(cfg)
     fp32_acc = cfg is not None and cfg.fp32_dest_acc_en
     if fp32_acc or in0.is_meta or numerics.exact_on():
-        return sum(torch.matmul(a, b) for a, b in fpu_pairs(in0, in1, fidelity))
+        return numerics.jitter(sum(torch.matmul(a, b) for a, b in fpu_pairs(in0, in1, fidelity)))
     pairs = fpu_pairs(in0, in1, fidelity)
     acc = 0.0
     for k in range(0, in0.shape[-1], DST_STEP):       # a bf16 Dst after every 16-deep step

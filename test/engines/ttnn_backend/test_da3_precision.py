@@ -76,6 +76,9 @@ ACCURACY = {
     'float32': (0.9999, 0.018, 0.053, 0.99),
     'fast': (0.9998, 0.02, 0.06, 0.99),
     DEFAULT: (0.9999, 0.017, 0.05, 0.99),
+    'fast-hifi2': (0.99992, 0.019, 0.052, 0.99),
+    'fast-hifi2-bf16-head': (0.99953, 0.016, 0.055, 0.99),
+    'fast-all-hifi2': (0.99954, 0.024, 0.078, 0.99),
 }
 ROUNDOFF_REL = 1e-5
 """Median relative error every preset must exceed against fp32 (fp32 reordering: ~1e-6)."""

@@ -92,7 +92,8 @@ class TtLinear:
                  group: str | None = None, out: str | None = None, role: str | None = None):
         ttnn = ctx.ttnn
         self.ctx = ctx
-        self.weight = upload_weight(ctx, w_t, ctx.precision.weights_dtype(ttnn, group, role))
+        self.weight = upload_weight(ctx, ctx.precision.host_weight(w_t, group, role),
+                                    ctx.precision.weights_dtype(ttnn, group, role))
         self.bias = None if b is None else upload_weight(
             ctx, b, ctx.precision.bias_dtype(ttnn, group, role))
         self.activation = activation

@@ -29,22 +29,32 @@ prints them.
   stream and head bf16 (its pointmap gate holds there; the float32 activations are wired for
   DA3 only).
 
+- The measured ports' precision levers, opt-in presets judged by the anchor gate (ANCHORS:
+  the port's own precision on the same stand-in and weights): 'fast-hifi2' (DA3: qkv, proj and
+  fc2 at HiFi2 with a weight debias), 'fast-hifi2-bf16-head' (that, and the DPT head bf16 at
+  HiFi3), 'fast-all-hifi2' (the head's convs at HiFi2 too), 'fast-lofi-mlp' (DUSt3R: the
+  decoder's MLPs at LoFi, weights rounded on the host).
+
 The defaults (DEFAULTS) are the speed design's layout: DA3 'fast-hifi4' at the DA3 gate, DUSt3R
 'fast' at its own. DA3's 'fast' is opt-in.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 _BF16, _F32 = 'bfloat16', 'float32'
 
-# Matmul roles of the ViT blocks (TtLinear / SDPA call sites) and of the DPT head's convs
-# (reassemble: the neck's level resizes, ConvT x4 / x2 and the stride-2 conv; rn: the four
+# Matmul roles of the ViT blocks (TtLinear / SDPA call sites), of the DUSt3R decoder's MLP
+# (dec_fc1 / dec_fc2: fc1's / fc2's setting unless the preset names them) and of the DPT head's
+# convs (reassemble: the neck's level resizes, ConvT x4 / x2 and the stride-2 conv; rn: the four
 # layer_rn convs; rcu: the fusion blocks' residual conv units; out_first / out_hidden: the
 # output's 3x3 at path1 and at full resolution); any other matmul, conv or norm uses the
 # preset's own fidelity and accumulation.
 ROLES = ('qkv', 'proj', 'fc1', 'fc2', 'sdpa', 'reassemble', 'rn', 'rcu', 'out_first',
-         'out_hidden')
+         'out_hidden', 'dec_fc1', 'dec_fc2')
+_FALLBACK = {'dec_fc1': 'fc1', 'dec_fc2': 'fc2'}
+HEAD_ROLES = ('reassemble', 'rn', 'rcu', 'out_first', 'out_hidden')
 
 
 @dataclass(frozen=True)
@@ -56,12 +66,49 @@ class RoleSetting:
         fidelity: 'LoFi', 'HiFi2', 'HiFi3' or 'HiFi4'.
         fp32_acc: fp32 destination accumulation (and packer L1 accumulation); False = bf16 Dst.
         weights: the role's weight dtype ('bfloat8_b', ...); None = the preset's.
+        debias: scale the role's weights by 1 / (1 - shrink), cancelling the mean shrink of
+            the activation bits its fidelity truncates (`Precision.debias_shrink`;
+            docs/ttnn-precision.md "Weight debias").
     """
 
     role: str
     fidelity: str
     fp32_acc: bool = True
     weights: str | None = None
+    debias: bool = False
+
+
+# Explicit mantissa bits of a dtype, and how many of each matmul operand the FPU multiplies
+# (devtools/ttnn/standin/ops_math.py, after the ISA's fidelity phases): in0 (activations, SrcB)
+# 6 at LoFi / HiFi2, all 10 of TF32 from HiFi3; in1 (weights, SrcA) 4 at LoFi, 9 from HiFi2.
+# The FPU truncates the rest, so every dropped bit shrinks an operand on average.
+_MANTISSA = {'float32': 23, 'bfloat16': 7, 'bfloat8_b': 6, 'bfloat4_b': 2}
+_SRCB_BITS = {'LoFi': 6, 'HiFi2': 6, 'HiFi3': 10, 'HiFi4': 10}
+_SRCA_BITS = {'LoFi': 4, 'HiFi2': 9, 'HiFi3': 9, 'HiFi4': 9}
+# The activation dtype field a role's matmul reads: the LayerNorm output (residual) for qkv and
+# fc1, the attention output / MLP hidden (inner) for proj and fc2, the head's for its convs.
+_ROLE_INPUT = {'qkv': 'residual', 'fc1': 'residual', 'proj': 'inner', 'fc2': 'inner',
+               'dec_fc1': 'residual', 'dec_fc2': 'inner',
+               **{r: 'head' for r in HEAD_ROLES}}
+
+
+def truncation_shrink(mantissa_bits: int, kept_bits: int) -> float:
+    """Mean relative shrink of a value with `mantissa_bits` truncated to `kept_bits`.
+
+    The dropped bits are uniform, their mean (2^-kept - 2^-mantissa) / 2 of the exponent's unit;
+    relative to a significand log-uniform on [1, 2) (E[1/m] = 1 / (2 ln 2)).
+    """
+    if mantissa_bits <= kept_bits:
+        return 0.0
+    return (2.0 ** -kept_bits - 2.0 ** -mantissa_bits) / 2 / (2 * math.log(2))
+
+
+def round_mantissa(w, bits: int):
+    """float32 torch values rounded to nearest (ties even) at `bits` explicit mantissa bits."""
+    import torch
+    m, e = torch.frexp(w.to(torch.float64))                 # m in [0.5, 1)
+    scale = 2.0 ** (bits + 1)
+    return torch.ldexp(torch.round(m * scale) / scale, e).to(torch.float32)
 
 
 def _roles(fidelity: dict[str, str], **weights: str) -> tuple[RoleSetting, ...]:
@@ -105,6 +152,9 @@ class Precision:
     resize_hi_lo: bool = True      # a bf16 head's resizes as bf16 hi + lo matrices (resize.py)
     mask: str = _BF16              # the SDPA key mask (0 stays 0 in a block float, -1e9 huge)
     l1_resize: bool = False        # a head resize's intermediates in L1 when they fit (resize.py)
+    round_weights: bool = False    # matmul / conv weights rounded to nearest on the host to the
+    #                                bits their fidelity multiplies (host_weight), which the
+    #                                FPU would truncate
     # The measured ports' structural levers (docs/ttnn-levers.md), each off unless named:
     fused_residual: bool = False   # proj / fc2 add the residual (LayerScale as the gate) in
     #                                dit_minimal_matmul_addcmul_fused (layers/block.py)
@@ -124,6 +174,9 @@ class Precision:
         dup = sorted({r.role for r in self.roles if sum(s.role == r.role for s in self.roles) > 1})
         if dup:
             raise ValueError(f'precision {self.name!r}: matmul roles set twice: {dup}')
+        if any(r.debias and r.role not in _ROLE_INPUT for r in self.roles):
+            raise ValueError(f'precision {self.name!r}: debias scales a role\'s weights; the '
+                             f'roles with weights are {tuple(_ROLE_INPUT)}')
         size = {'float32': 4, 'bfloat16': 2}
         for role in ('proj', 'fc2') if self.fused_residual else ():
             w = self.weights_name('folded', role)
@@ -135,8 +188,9 @@ class Precision:
                     'fp32_weights (or keep fused_residual off)')
 
     def role_setting(self, role: str | None) -> RoleSetting | None:
-        """The RoleSetting of `role`, None when the preset has none (or role is None)."""
-        return next((r for r in self.roles if r.role == role), None)
+        """The RoleSetting of `role` (or of the role it falls back to), None without one."""
+        r = next((r for r in self.roles if r.role == role), None)
+        return self.role_setting(_FALLBACK[role]) if r is None and role in _FALLBACK else r
 
     def weights_dtype(self, ttnn, group: str | None = None, role: str | None = None):
         """Dtype of a weight of `group` ('norm', 'folded', 'patch', 'head' or None = bulk).
@@ -155,6 +209,28 @@ class Precision:
         if group is not None and group in self.bf16_weights:
             return _BF16
         return self.weights
+
+    def debias_shrink(self, role: str) -> float:
+        """Mean relative shrink of `role`'s activations in the FPU (truncation_shrink)."""
+        act = getattr(self, _ROLE_INPUT[role])
+        return truncation_shrink(_MANTISSA[act], _SRCB_BITS[self.matmul_setting(role)[0]])
+
+    def host_weight(self, w, group: str | None = None, role: str | None = None):
+        """A matmul / conv weight (torch) as the engine uploads it, float32.
+
+        With the role's `debias`, divided by (1 - debias_shrink); with `round_weights`, rounded
+        to nearest at the mantissa bits the role's fidelity multiplies. Biases are no matmul
+        operand and go up as they are.
+        """
+        import torch
+        w = w.detach().to(torch.float32)
+        r = self.role_setting(role)
+        if r is not None and r.debias:
+            w = w / (1.0 - self.debias_shrink(role))
+        bits = _SRCA_BITS[self.matmul_setting(role)[0]]
+        if self.round_weights and bits < _MANTISSA[self.weights_name(group, role)]:
+            w = round_mantissa(w, bits)
+        return w
 
     def bias_dtype(self, ttnn, group: str | None = None, role: str | None = None):
         """Biases are bf16 next to bf16/bfloat8_b weights, float32 next to float32 weights."""
@@ -200,6 +276,33 @@ FAST_HIFI4 = replace(FLOAT32_RESIDUAL_HEAD, name='fast-hifi4', program_configs=T
 FAST_DA3 = replace(FAST_HIFI4, name='fast', fp32_weights=('norm', 'patch', 'head'),
                    roles=FAST_ROLES_DA3)
 
+
+def _with_roles(p: Precision, *settings: RoleSetting) -> tuple[RoleSetting, ...]:
+    """The roles of `p`, with `settings` replacing (or adding) those of the same role."""
+    new = {r.role: r for r in settings}
+    return tuple(new.pop(r.role, r) for r in p.roles) + tuple(new.values())
+
+
+# The DA3 port's precision levers on 'fast' (docs/ttnn-precision.md "Port levers"): qkv, proj
+# and fc2 at HiFi2 with a weight debias; then also the DPT head's activations and weights bf16,
+# its convs at HiFi3 and its resizes one bf16 matrix a side; then the head's convs at HiFi2 too.
+FAST_HIFI2 = replace(FAST_DA3, name='fast-hifi2', roles=_with_roles(
+    FAST_DA3, *(RoleSetting(r, 'HiFi2', debias=True) for r in ('qkv', 'proj', 'fc2'))))
+FAST_HIFI2_BF16_HEAD = replace(
+    FAST_HIFI2, name='fast-hifi2-bf16-head', head=_BF16, fp32_weights=('norm', 'patch'),
+    resize_hi_lo=False,
+    roles=_with_roles(FAST_HIFI2, *(RoleSetting(r, 'HiFi3') for r in HEAD_ROLES)))
+FAST_ALL_HIFI2 = replace(FAST_HIFI2_BF16_HEAD, name='fast-all-hifi2', roles=_with_roles(
+    FAST_HIFI2_BF16_HEAD, *(RoleSetting(r, 'HiFi2') for r in HEAD_ROLES)))
+# DUSt3R's 'fast' (FAMILY_PRESETS): the residual stream and the head bf16, one bf16 matrix per
+# head resize side (hi + lo buys nothing at its gate).
+FAST_DUST3R = replace(FAST_DA3, residual=_BF16, head=_BF16, fp32_weights=(),
+                      roles=FAST_ROLES_DUST3R, resize_hi_lo=False)
+# The DUSt3R port's lever on its decoder: both MLP linears at LoFi (one FPU pass, not two). LoFi
+# multiplies 4 of a bf16 weight's 7 mantissa bits: rounded on the host, not truncated.
+FAST_LOFI_MLP = replace(FAST_DUST3R, name='fast-lofi-mlp', round_weights=True, roles=(
+    *FAST_ROLES_DUST3R, RoleSetting('dec_fc1', 'LoFi'), RoleSetting('dec_fc2', 'LoFi')))
+
 PRESETS = {p.name: p for p in (
     BFLOAT16,
     replace(BFLOAT16, name='bfloat16-hifi2', fidelity='HiFi2'),
@@ -212,18 +315,42 @@ PRESETS = {p.name: p for p in (
               fp32_weights=('all',)),
     FAST_DA3,
     FAST_HIFI4,
+    FAST_HIFI2,
+    FAST_HIFI2_BF16_HEAD,
+    FAST_ALL_HIFI2,
+    FAST_LOFI_MLP,
 )}
 
-# A preset that differs by family: DUSt3R's 'fast' keeps the residual stream and the head bf16,
-# and its head resizes take one bf16 matrix per side (hi + lo buys it nothing at its gate).
-FAMILY_PRESETS = {'dust3r': {p.name: p for p in (
-    replace(FAST_DA3, residual=_BF16, head=_BF16, fp32_weights=(), roles=FAST_ROLES_DUST3R,
-            resize_hi_lo=False),
-)}}
+# A preset that differs by family: DUSt3R's 'fast'.
+FAMILY_PRESETS = {'dust3r': {p.name: p for p in (FAST_DUST3R,)}}
+
+# The measured ports' precision on this engine: the bar of the anchor gate, on the same stand-in
+# and weights (docs/ttnn-precision.md "Anchor gate"). Only the precision is the ports' (dtypes,
+# fidelity and accumulation per matmul role); the layout is 'fast''s, which moves no value. Not
+# user presets. Matmuls a port's record does not name keep HiFi4 with fp32 accumulation here:
+# a slightly stricter bar.
+# DA3 port (its card): bf16 weights and activations; qkv, proj and fc2 at HiFi2 with a weight
+# debias; fc1, SDPA and the DPT head at HiFi3; fp32 accumulation.
+# DUSt3R port (changh95/tt-mast3r `ttnn_dust3r.py`): bf16 everywhere; every linear and SDPA at
+# ttnn's default compute config (HiFi2, bf16 Dst), the DPT convs at HiFi4 with fp32 accumulation.
+ANCHORS = {
+    'da3': replace(FAST_HIFI4, name='da3-port', residual=_BF16, head=_BF16, fp32_weights=(),
+                   roles=(RoleSetting('qkv', 'HiFi2', debias=True),
+                          RoleSetting('proj', 'HiFi2', debias=True),
+                          RoleSetting('fc2', 'HiFi2', debias=True),
+                          RoleSetting('fc1', 'HiFi3'), RoleSetting('sdpa', 'HiFi3'),
+                          *(RoleSetting(r, 'HiFi3') for r in HEAD_ROLES))),
+    'dust3r': replace(FAST_DUST3R, name='dust3r-port', roles=(
+        *(RoleSetting(r, 'HiFi2', fp32_acc=False) for r in ('qkv', 'proj', 'fc1', 'fc2',
+                                                             'sdpa')),
+        *(RoleSetting(r, 'HiFi4') for r in HEAD_ROLES))),
+}
 
 DEFAULTS = {'da3': 'fast-hifi4', 'dust3r': 'fast'}
 CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = DEFAULTS
-DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4')
+DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4', 'fast-hifi2',
+            'fast-hifi2-bf16-head', 'fast-all-hifi2')
+DUST3R_ONLY = ('fast-lofi-mlp',)     # sets the DUSt3R decoder's roles
 
 
 # The structural levers a preset name may switch on: 'fast-hifi4+mask_free_sdpa+fused_residual'
@@ -253,6 +380,9 @@ def parse_precision(dtype, family: str = 'da3') -> Precision:
     if family != 'da3' and name in DA3_ONLY:
         raise ValueError(f'ttnn dtype={name!r} is wired for DA3 only; {family} allows '
                          f'{sorted(set(PRESETS) - set(DA3_ONLY))}')
+    if family != 'dust3r' and name in DUST3R_ONLY:
+        raise ValueError(f'ttnn dtype={name!r} sets the DUSt3R decoder only; {family} allows '
+                         f'{sorted(set(PRESETS) - set(DUST3R_ONLY))}')
     bad = [lever for lever in levers if lever not in LEVERS]
     if bad or len(set(levers)) != len(levers):
         raise ValueError(f'ttnn dtype={dtype!r}: levers {levers} must be distinct, from '

@@ -31,9 +31,10 @@ COMMON_PARAMS = (
               "ttnn_precision; onnxruntime runs its file as exported.", choices=TORCH_DTYPES),
     ParamSpec('ttnn_precision', 'auto', 'ttnn precision preset (engines/ttnn/precision.py; '
               'docs/ttnn-precision.md "Presets"): auto = the model\'s default (DA3 '
-              'fast-hifi4, depth PCC >= 0.9999; DUSt3R fast); fast = the speed design (DA3: '
-              'depth PCC >= 0.9998, about 0.8x the default\'s estimated time). In diagnostics '
-              'as \'precision\'. The other backends ignore it.', choices=TTNN_PRECISIONS),
+              'fast-hifi4, depth PCC >= 0.9999; DUSt3R fast); fast and the measured ports\' '
+              'levers (DA3 fast-hifi2, fast-hifi2-bf16-head, fast-all-hifi2; DUSt3R '
+              'fast-lofi-mlp) trade accuracy for speed. In diagnostics as \'precision\'. The '
+              'other backends ignore it.', choices=TTNN_PRECISIONS),
     ParamSpec('engine_plugin', '', "Tests/integration only: 'module:callable' returning an Engine "
               'instead of build_engine; never chosen automatically; set at process start only.',
               read_only=True),

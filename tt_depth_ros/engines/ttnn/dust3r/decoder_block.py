@@ -16,7 +16,7 @@ class TtDecoderBlock:
     def __init__(self, ctx, sd, prefix: str, heads: int, eps: float):
         self.ctx = ctx
         self.block = TtBlock(ctx, sd, prefix, heads, eps, layer_scale=False, mlp_norm='norm3',
-                             rope=True)
+                             rope=True, mlp_roles=('dec_fc1', 'dec_fc2'))
         self.norm2 = TtLayerNorm(ctx, sd[prefix + 'norm2.weight'], sd[prefix + 'norm2.bias'], eps)
         self.norm_y = TtLayerNorm(ctx, sd[prefix + 'norm_y.weight'], sd[prefix + 'norm_y.bias'],
                                   eps)

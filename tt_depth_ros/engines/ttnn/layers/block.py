@@ -56,13 +56,18 @@ def shard_stream(ctx, x, shard):
 
 
 class TtMlp:
-    """fc2(GELU(fc1(x))); `gate` as TtAttention's (fused_residual)."""
+    """fc2(GELU(fc1(x))).
 
-    def __init__(self, ctx, params: dict, gate=None):
+    `gate` as TtAttention's (fused_residual); `roles` fc1's and fc2's matmul roles
+    (precision.ROLES; the DUSt3R decoder's are 'dec_fc1', 'dec_fc2').
+    """
+
+    def __init__(self, ctx, params: dict, gate=None, roles: tuple[str, str] = ('fc1', 'fc2')):
         self.ctx = ctx
-        self.fc1 = TtBlockLinear(ctx, *params['fc1'], activation='gelu', out='inner', role='fc1')
+        self.fc1 = TtBlockLinear(ctx, *params['fc1'], activation='gelu', out='inner',
+                                 role=roles[0])
         self.fc2 = TtBlockLinear(ctx, *params['fc2'], group='folded', out='residual',
-                                 role='fc2', adds_residual=True, gate=gate)
+                                 role=roles[1], adds_residual=True, gate=gate)
 
     def __call__(self, x, rows: int | None = None, residual=None, out_memory=None, shard=None):
         """fc2(GELU(fc1(x))) [+ residual, fused] into out_memory (None: the preset's)."""
@@ -94,11 +99,12 @@ class TtBlock:
     mlp_norm (checkpoint name of the LayerNorm before the MLP; CroCo decoder: 'norm3'),
     rope (its attention takes RoPE: q/k columns in rotary_embedding_llama's order under
     Precision.rope_kernel), sharded (an encoder block: its stream block-sharded under
-    Precision.block_sharded; the caller shards x, `shard_stream`).
+    Precision.block_sharded; the caller shards x, `shard_stream`), mlp_roles (TtMlp's roles).
     """
 
     def __init__(self, ctx, sd, prefix: str, heads: int, eps: float, layer_scale: bool,
-                 mlp_norm: str = 'norm2', rope: bool = False, sharded: bool = False):
+                 mlp_norm: str = 'norm2', rope: bool = False, sharded: bool = False,
+                 mlp_roles: tuple[str, str] = ('fc1', 'fc2')):
         self.ctx = ctx
         g1 = sd[prefix + 'ls1.gamma'] if layer_scale else None
         g2 = sd[prefix + 'ls2.gamma'] if layer_scale else None
@@ -112,7 +118,7 @@ class TtBlock:
         self.mlp_norm = TtLayerNorm(ctx, sd[f'{prefix}{mlp_norm}.weight'],
                                     sd[f'{prefix}{mlp_norm}.bias'], eps)
         self.mlp = TtMlp(ctx, mlp_params(sd, prefix + 'mlp.', None if fused else g2),
-                         gate=g2 if fused else None)
+                         gate=g2 if fused else None, roles=mlp_roles)
         self.dim = int(sd[prefix + 'norm1.weight'].shape[0])
 
     def shard(self, shape_state):

@@ -39,7 +39,7 @@ class TtConv2d:
         ttnn = ctx.ttnn
         self.ctx, self.role = ctx, role
         self.transposed = transposed
-        w = weight.detach().to(torch.float32).contiguous()
+        w = ctx.precision.host_weight(weight, group, role).contiguous()   # debias, rounding
         self.in_ch, self.out_ch = (w.shape[0], w.shape[1]) if transposed else (w.shape[1],
                                                                                 w.shape[0])
         self.k = (int(w.shape[2]), int(w.shape[3]))
