@@ -26,6 +26,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from devtools.ttnn import op_classes as oc
+from devtools.ttnn.stages import STAGES, stage_of
 from tt_depth_ros.engines.ttnn.config import sdpa_split as library_sdpa_split
 
 CLOCK_HZ = 1.35e9                  # Blackhole AI clock
@@ -536,6 +537,7 @@ def estimate(records: list[dict], grid_cores: int, efficiency: float | None = No
     eff = cal.efficiency if efficiency is None else float(efficiency)
     gap = oc.dispatch_gap_s()
     pairs = [op_estimate(r, grid_cores) for r in records]
+    stage = [stage_of(r) for r in records]
 
     def row(sel: list) -> dict:
         ideal = sum(c.ideal_s for c, _ in sel)
@@ -559,6 +561,8 @@ def estimate(records: list[dict], grid_cores: int, efficiency: float | None = No
             'groups': {g: row([p for p in pairs if p[0].group == g]) for g in GROUPS},
             'classes': {k: row([p for p in pairs if p[1].cls == k])
                         for k in sorted({p[1].cls for p in pairs})},
+            'stages': {s: row([p for p, st in zip(pairs, stage) if st == s])
+                       for s in STAGES if s in stage},
             'total': row(pairs),
             'compute_floor': {'ideal_ms': floor * 1e3, 'single_factor_ms': floor / eff * 1e3},
             'per_op': [dict(asdict(c), ideal_s=c.ideal_s, bound=c.bound, cls=k.cls,
@@ -589,6 +593,8 @@ def format_table(est: dict, title: str) -> str:
                  f'{t["single_factor_ms"]:>10.3f}')
     lines.append('by class (estimate ms): ' + ', '.join(
         f'{k} {v["estimate_ms"]:.2f} ({v["ops"]})' for k, v in est['classes'].items()))
+    lines.append('by stage (estimate ms; DA3\'s backbone is its encoder): ' + ', '.join(
+        f'{k} {v["estimate_ms"]:.2f} ({v["ops"]})' for k, v in est['stages'].items()))
     f = est['compute_floor']
     lines.append(f'compute roofline alone (every MAC at its fidelity on all {est["grid_cores"]} '
                  f'cores, nothing else): {f["ideal_ms"]:.3f} ms')

@@ -21,6 +21,7 @@ from devtools.ttnn import blackhole_figures as fig
 from devtools.ttnn import cost_model as cost
 from devtools.ttnn import op_classes as oc
 from devtools.ttnn import profile_compare
+from devtools.ttnn.stages import stage_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -233,6 +234,18 @@ def test_estimate_tiny_da3_through_the_real_library(tiny_run):
     mm = [rec for rec, c in zip(est['records'], per_op) if c['cls'] == 'matmul']
     assert all(rec['math_fidelity'] == 'HiFi4' and rec['fp32_acc'] for rec in mm)
     assert est['groups']['camera resize']['ops'] == 0
+    # split by stage from the call stacks: the backbone and the head, every op in one stage
+    stages = est['stages']
+    assert set(stages) <= {'encoder', 'head', 'other'}
+    assert stages['encoder']['ops'] > 0 and stages['head']['ops'] > 0
+    assert sum(s['ops'] for s in stages.values()) == est['ops']
+    assert sum(s['estimate_ms'] for s in stages.values()) == pytest.approx(
+        est['total']['estimate_ms'])
+    sdpa = [rec for rec in est['records'] if rec['device_op'] == 'SDPAOperation']
+    convs = [rec for rec in est['records'] if rec['device_op'] == 'Conv2dDeviceOperation']
+    assert sdpa and {stage_of(rec) for rec in sdpa} == {'encoder'}
+    assert convs and {stage_of(rec) for rec in convs} == {'head'}
+    assert 'by stage' in stdout
     # a 640x480 camera frame resized on the device: its own group, priced, before the network
     cam = run['sizes']['camera 480x640']
     row = cam['groups']['camera resize']
@@ -240,6 +253,7 @@ def test_estimate_tiny_da3_through_the_real_library(tiny_run):
     cam_mm = [rec for rec, c in zip(cam['records'], cam['per_op'])
               if c['group'] == 'camera resize' and c['cls'] == 'matmul']
     assert len(cam_mm) == 5                 # vertical hi + lo, horizontal hi.hi, hi.lo, rest.hi
+    assert cam['stages']['camera resize']['ops'] == row['ops']
 
 
 def test_card_report_measured_beside_the_estimate(tiny_run, tmp_path, capsys):
