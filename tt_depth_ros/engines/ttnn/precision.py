@@ -68,7 +68,7 @@ class RoleSetting:
         weights: the role's weight dtype ('bfloat8_b', ...); None = the preset's.
         debias: scale the role's weights by 1 / (1 - shrink), cancelling the mean shrink of
             the activation bits its fidelity truncates (`Precision.debias_shrink`;
-            docs/ttnn-precision.md "Weight debias").
+            docs/ttnn-precision.md "Port levers").
     """
 
     role: str
