@@ -86,7 +86,7 @@ def variant(spec: str, family: str = 'da3'):
     inner= set activation dtypes, weights= the bulk weight dtype, fidelity= the preset's own
     (head convs and matmuls, norms, anything without a role), resize_hi_lo=off one bf16 matrix
     per head resize side; fp32w= / bf16w= set the
-    float32 / bf16 weight groups.
+    float32 / bf16 weight groups; levers=A+B switches on precision.LEVERS.
     """
     from tt_depth_ros.engines.ttnn.precision import RoleSetting, parse_precision
     base = parse_precision('fast', family)
@@ -98,6 +98,8 @@ def variant(spec: str, family: str = 'da3'):
             fields[key] = setting
         elif key == 'resize_hi_lo':
             fields[key] = setting not in ('0', 'off', 'false', 'False')
+        elif key == 'levers':                                   # levers=mask_free_sdpa+...
+            fields.update({lever: True for lever in setting.split('+') if lever})
         elif key in ('fp32w', 'bf16w'):
             fields['fp32_weights' if key == 'fp32w' else 'bf16_weights'] = tuple(
                 g for g in setting.split('+') if g)

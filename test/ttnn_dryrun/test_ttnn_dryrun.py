@@ -64,10 +64,11 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
         assert live <= rep['max_traced_shapes']
 
 
-# each family's default and its other presets of note: DA3 'fast-hifi4' (default), 'fast' (its
-# own weight layout, at the largest size) and 'float32-residual-head' (the former default's DRAM
-# layout); DUSt3R 'bfloat16' (the former default: the DRAM layout every size took before) at the
-# tiny fixture's own size. DUSt3R's default 'fast' runs full size in both orientations below.
+# each family's default and its other presets of note: DA3 'fast-hifi3+mask_free_sdpa+
+# block_sharded' (default), 'fast' (its own weight layout, at the largest size) and
+# 'float32-residual-head' (the float32 presets' DRAM layout); DUSt3R 'bfloat16' (the former
+# default: the DRAM layout every size took before) at the tiny fixture's own size. DUSt3R's
+# default 'fast' runs full size in both orientations below.
 TINY = [
     # 640x480: one resize step; 1280x720: two; with 518x518, three traced shapes (2 kept)
     ('da3-tiny', 1, ('518x518',), ('480x640', '720x1280'), None),
@@ -135,7 +136,8 @@ def test_two_command_queues_real_library(tiny_reports):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('model,views,preset', [('da3-large', 1, 'fast-hifi4'),
+@pytest.mark.parametrize('model,views,preset', [('da3-large', 1,
+                                                'fast-hifi3+mask_free_sdpa+block_sharded'),
                                                ('dust3r-large', 2, 'fast')])
 def test_full_size_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
                                                                     views, preset):

@@ -232,7 +232,9 @@ def test_estimate_tiny_da3_through_the_real_library(tiny_run):
         assert est['groups'][g]['ops'] > 0 and est['groups'][g]['ideal_ms'] > 0, g
     assert {'matmul', 'sdpa', 'norm', 'data movement', 'conv'} <= set(est['classes'])
     mm = [rec for rec, c in zip(est['records'], per_op) if c['cls'] == 'matmul']
-    assert all(rec['math_fidelity'] == 'HiFi4' and rec['fp32_acc'] for rec in mm)
+    # the default: its ViT roles and head convs at HiFi3, anything without a role at HiFi4
+    assert all(rec['fp32_acc'] for rec in mm)
+    assert {rec['math_fidelity'] for rec in mm} == {'HiFi3', 'HiFi4'}
     assert est['groups']['camera resize']['ops'] == 0
     # split by stage from the call stacks: the backbone and the head, every op in one stage
     stages = est['stages']

@@ -17,7 +17,7 @@ prints them.
   residual stream accumulates one bf16 rounding per block and a bf16 head one per conv; those
   two, not the matmul operands, hold DA3's depth below its gate. Unverified on hardware: mixed
   fp32 x bf16 matmul operands and float32 conv activations/weights.
-- 'fast-hifi4' (the DA3 default) is 'float32-residual-head' on the speed design's layout
+- 'fast-hifi4' is 'float32-residual-head' on the speed design's layout
   (docs/ttnn-precision.md "Presets"): program configs, L1 residency and a bfloat4_b SDPA mask
   change where tensors live, not a value (the mask's 0 stays 0 and its -9.4e8 underflows the
   softmax as -1e9 does), so its numbers are 'float32-residual-head''s.
@@ -25,7 +25,9 @@ prints them.
   FAST_ROLES_DUST3R): HiFi2 where the stand-in's FPU model keeps the gate, HiFi3 where it does
   not. HiFi3 is three of HiFi4's four passes and, for bf16 x bf16, all of the product but the
   activation's last mantissa bit times the weight's low three (devtools/ttnn/standin/ops_math.py),
-  so a role that needs more than HiFi2 takes HiFi3 first. DUSt3R's 'fast' keeps the residual
+  so a role that needs more than HiFi2 takes HiFi3 first. 'fast-hifi3' takes fc1 and SDPA to
+  HiFi3 as well: with the levers mask_free_sdpa and block_sharded it is the DA3 default.
+  DUSt3R's 'fast' keeps the residual
   stream and head bf16 (its pointmap gate holds there; the float32 activations are wired for
   DA3 only).
 
@@ -35,8 +37,8 @@ prints them.
   HiFi3), 'fast-all-hifi2' (the head's convs at HiFi2 too), 'fast-lofi-mlp' (DUSt3R: the
   decoder's MLPs at LoFi, weights rounded on the host).
 
-The defaults (DEFAULTS) are the speed design's layout: DA3 'fast-hifi4' at the DA3 gate, DUSt3R
-'fast' at its own. DA3's 'fast' is opt-in.
+The defaults (DEFAULTS): DA3 'fast-hifi3+mask_free_sdpa+block_sharded' at the DA3 gate (depth
+PCC >= 0.9999), DUSt3R 'fast' at its own. A default may name levers ('+').
 """
 from __future__ import annotations
 
@@ -292,6 +294,10 @@ FAST_HIFI2_BF16_HEAD = replace(
     FAST_HIFI2, name='fast-hifi2-bf16-head', head=_BF16, fp32_weights=('norm', 'patch'),
     resize_hi_lo=False,
     roles=_with_roles(FAST_HIFI2, *(RoleSetting(r, 'HiFi3') for r in HEAD_ROLES)))
+# DA3's 'fast' with fc1 and SDPA at HiFi3 as well: every ViT matmul role at HiFi3, the
+# cheapest per-role fidelity that keeps DA3's default gate with the structural levers on.
+FAST_HIFI3 = replace(FAST_DA3, name='fast-hifi3', roles=_with_roles(
+    FAST_DA3, RoleSetting('fc1', 'HiFi3'), RoleSetting('sdpa', 'HiFi3')))
 FAST_ALL_HIFI2 = replace(FAST_HIFI2_BF16_HEAD, name='fast-all-hifi2', roles=_with_roles(
     FAST_HIFI2_BF16_HEAD, *(RoleSetting(r, 'HiFi2') for r in HEAD_ROLES)))
 # DUSt3R's 'fast' (FAMILY_PRESETS): the residual stream and the head bf16, one bf16 matrix per
@@ -315,6 +321,7 @@ PRESETS = {p.name: p for p in (
               fp32_weights=('all',)),
     FAST_DA3,
     FAST_HIFI4,
+    FAST_HIFI3,
     FAST_HIFI2,
     FAST_HIFI2_BF16_HEAD,
     FAST_ALL_HIFI2,
@@ -346,10 +353,12 @@ ANCHORS = {
         *(RoleSetting(r, 'HiFi4') for r in HEAD_ROLES))),
 }
 
-DEFAULTS = {'da3': 'fast-hifi4', 'dust3r': 'fast'}
+# DA3: every ViT role at HiFi3 with the structural levers that move no value or raise the
+# depth's PCC; the cheapest DA3 design at its default gate (docs/ttnn-precision.md "Anchor gate").
+DEFAULTS = {'da3': 'fast-hifi3+mask_free_sdpa+block_sharded', 'dust3r': 'fast'}
 CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = DEFAULTS
-DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4', 'fast-hifi2',
-            'fast-hifi2-bf16-head', 'fast-all-hifi2')
+DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4', 'fast-hifi3',
+            'fast-hifi2', 'fast-hifi2-bf16-head', 'fast-all-hifi2')
 DUST3R_ONLY = ('fast-lofi-mlp',)     # sets the DUSt3R decoder's roles
 
 
@@ -368,11 +377,8 @@ def parse_precision(dtype, family: str = 'da3') -> Precision:
     """
     if isinstance(dtype, Precision):
         return dtype
-    if dtype is None:
-        name, levers = DEFAULTS[family], []
-    else:
-        name, *levers = str(dtype).split('+')
-        name = 'bfloat16' if name == 'bf16' else name
+    name, *levers = str(DEFAULTS[family] if dtype is None else dtype).split('+')
+    name = 'bfloat16' if name == 'bf16' else name
     if name not in PRESETS:
         raise ValueError(f'ttnn dtype={dtype!r}; allowed: {sorted(PRESETS)} (None = '
                          f'{DEFAULTS[family]!r} for {family}), each optionally followed by '
