@@ -27,9 +27,8 @@ prints them.
   activation's last mantissa bit times the weight's low three (devtools/ttnn/standin/ops_math.py),
   so a role that needs more than HiFi2 takes HiFi3 first. 'fast-hifi3' takes fc1 and SDPA to
   HiFi3 as well: with the levers mask_free_sdpa and block_sharded it is the DA3 default.
-  DUSt3R's 'fast' keeps the residual
-  stream and head bf16 (its pointmap gate holds there; the float32 activations are wired for
-  DA3 only).
+  DUSt3R's 'fast' keeps the residual stream and head bf16 (its pointmap gate holds there; the
+  float32 activations are wired for DA3 only).
 
 - The measured ports' precision levers, opt-in presets judged by the anchor gate (ANCHORS:
   the port's own precision on the same stand-in and weights): 'fast-hifi2' (DA3: qkv, proj and
@@ -294,8 +293,8 @@ FAST_HIFI2_BF16_HEAD = replace(
     FAST_HIFI2, name='fast-hifi2-bf16-head', head=_BF16, fp32_weights=('norm', 'patch'),
     resize_hi_lo=False,
     roles=_with_roles(FAST_HIFI2, *(RoleSetting(r, 'HiFi3') for r in HEAD_ROLES)))
-# DA3's 'fast' with fc1 and SDPA at HiFi3 as well: every ViT matmul role at HiFi3, the
-# cheapest per-role fidelity that keeps DA3's default gate with the structural levers on.
+# DA3's 'fast' with fc1 and SDPA at HiFi3 as well: every ViT matmul role at HiFi3, the cheapest
+# per-role setting found that keeps DA3's default gate with the structural levers on.
 FAST_HIFI3 = replace(FAST_DA3, name='fast-hifi3', roles=_with_roles(
     FAST_DA3, RoleSetting('fc1', 'HiFi3'), RoleSetting('sdpa', 'HiFi3')))
 FAST_ALL_HIFI2 = replace(FAST_HIFI2_BF16_HEAD, name='fast-all-hifi2', roles=_with_roles(
@@ -354,7 +353,8 @@ ANCHORS = {
 }
 
 # DA3: every ViT role at HiFi3 with the structural levers that move no value or raise the
-# depth's PCC; the cheapest DA3 design at its default gate (docs/ttnn-precision.md "Anchor gate").
+# depth's PCC; the cheapest DA3 design found at its default gate (docs/ttnn-precision.md
+# "Anchor gate").
 DEFAULTS = {'da3': 'fast-hifi3+mask_free_sdpa+block_sharded', 'dust3r': 'fast'}
 CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = DEFAULTS
 DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4', 'fast-hifi3',
