@@ -94,7 +94,8 @@ def every_preset(da3_tiny_sd):
 
     img = np.array(Image.open(DATA / 'da3' / 'tiny_280x504.png').convert('RGB'))
     img = cv2.resize(img, SMALL[::-1], interpolation=cv2.INTER_AREA)
-    with build_engine('da3metric-tiny', backend='torch-cpu', state_dict=da3_tiny_sd) as eng:
+    with build_engine('da3metric-tiny', backend='torch-cpu', state_dict=da3_tiny_sd,
+                      dtype='float32') as eng:
         ref = eng.infer(img)
     runs = {}
     with standin_as_ttnn() as ttnn:
