@@ -53,6 +53,25 @@ def dither(seed: int, rel: float):
         _DITHER.update(before)
 
 
+def f64(x: torch.Tensor) -> torch.Tensor:
+    """`x` in float64: where the stand-in sums or evaluates a function (`rounded`)."""
+    return x.to(torch.float64)
+
+
+def rounded(x: torch.Tensor) -> torch.Tensor:
+    """A float64 result rounded once to float32: the same value on every CPU.
+
+    float32 BLAS, conv and reduction kernels sum in an order set by the CPU's vector width
+    (AVX2, AVX-512, AMX), and vectorised exp / erf differ in their last bit between them, so a
+    float32 stand-in gives another PCC on another machine (docs/ttnn-precision.md "Machine
+    independence"). Summed and evaluated in float64, a result is the exact one to ~1e-16 and
+    rounds to the same float32 on any CPU (but for values within 1e-16 of a float32 tie). The
+    device's Dst summation order is unknown either way: `dither` measures what another order
+    would do.
+    """
+    return x.to(torch.float32)
+
+
 def jitter(x: torch.Tensor) -> torch.Tensor:
     """A float32 sum `x` perturbed under `dither`; `x` itself otherwise."""
     if _DITHER['seed'] is None or x.is_meta:

@@ -1,7 +1,9 @@
 """Compute ops of the ttnn stand-in: matmul/linear, layer_norm, softmax, eltwise.
 
-Computes in float32 from the stored (already quantised) inputs and re-quantises every output to
-its dtype (`dtype=` else the first input's).
+Computes from the stored (already quantised) inputs and re-quantises every output to its dtype
+(`dtype=` else the first input's). Sums (matmul, conv, norms, softmax) and functions (exp, erf,
+sqrt) are evaluated in float64 and rounded once to float32 (`numerics.rounded`): the same bits
+on every CPU.
 
 FPU model of matmul/SDPA/conv (`fpu_pairs`, `fpu_matmul`), after the Tensix ISA's functional model
 of MVMUL (tenstorrent tt-isa-documentation, WormholeB0 MVMUL.md / ELWMUL.md
@@ -49,6 +51,7 @@ from .types import (
 )
 
 TILE = numerics.TILE
+f64, rounded = numerics.f64, numerics.rounded
 
 
 def _require_tile(name, *tensors):
@@ -102,13 +105,14 @@ def fpu_matmul(in0, in1, cfg):
     fidelity = fidelity_of(cfg)
     fp32_acc = cfg is not None and cfg.fp32_dest_acc_en
     if fp32_acc or in0.is_meta or numerics.exact_on():
-        return numerics.jitter(sum(torch.matmul(a, b) for a, b in fpu_pairs(in0, in1, fidelity)))
+        return numerics.jitter(numerics.rounded(sum(
+            torch.matmul(f64(a), f64(b)) for a, b in fpu_pairs(in0, in1, fidelity))))
     pairs = fpu_pairs(in0, in1, fidelity)
     acc = 0.0
     for k in range(0, in0.shape[-1], DST_STEP):       # a bf16 Dst after every 16-deep step
-        part = sum(torch.matmul(a[..., k:k + DST_STEP], b[..., k:k + DST_STEP, :])
+        part = sum(torch.matmul(f64(a[..., k:k + DST_STEP]), f64(b[..., k:k + DST_STEP, :]))
                    for a, b in pairs)
-        acc = numerics.round_bf16(acc + part)
+        acc = numerics.round_bf16(numerics.rounded(acc + part))
     return acc
 
 
@@ -263,7 +267,7 @@ def linear(input_tensor_a, input_tensor_b, *, bias=None, transpose_a=False, tran
         if bias is not None:
             y = y + d[2][..., :1, :]                       # row 0 of the (1, N) bias tile
         if activation == 'gelu':
-            y = torch.nn.functional.gelu(y)               # accurate (erf) GELU
+            y = rounded(torch.nn.functional.gelu(f64(y)))     # accurate (erf) GELU
         elif activation == 'relu':
             y = torch.relu(y)
         return [(numerics.quantize(y, out_dtype), out_shape, out_dtype, Layout.TILE)]
@@ -293,7 +297,7 @@ def layer_norm(input_tensor, *, epsilon=1e-12, weight=None, bias=None,
     def fn(d):
         v = d[0] + d[1] if has_res else d[0]
         i = 1 + has_res
-        y = torch.nn.functional.layer_norm(v, (n,), eps=epsilon)
+        y = rounded(torch.nn.functional.layer_norm(f64(v), (n,), eps=epsilon))
         if has_w:
             y = y * d[i][..., :1, :]
             i += 1
@@ -314,7 +318,7 @@ def softmax(input_tensor, dim=-1, *, memory_config=None, compute_kernel_config=N
     _last_dim_check('softmax', x)
 
     def fn(d):
-        y = torch.softmax(d[0], dim=-1)
+        y = rounded(torch.softmax(f64(d[0]), dim=-1))
         return [(numerics.quantize(y, x.dtype), tuple(x.shape), x.dtype, Layout.TILE)]
     return launch('softmax', [x], (repr(compute_kernel_config),), fn,
                   memory_config=memory_config)[0]
@@ -324,7 +328,8 @@ def _unary(name, f, x, memory_config, static=()):
     _require_tile(name, x)
 
     def fn(d):
-        return [(numerics.quantize(f(d[0]), x.dtype), tuple(x.shape), x.dtype, Layout.TILE,
+        y = rounded(f(f64(d[0])))                      # exp, erf, sqrt: rounded once
+        return [(numerics.quantize(y, x.dtype), tuple(x.shape), x.dtype, Layout.TILE,
                  x._pad_defined)]
     return launch(name, [x], static, fn, memory_config=memory_config)[0]
 
