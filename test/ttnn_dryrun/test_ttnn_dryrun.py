@@ -68,7 +68,7 @@ def check_report(rep: dict, views: int, open_op: str = 'ttnn.open_device') -> No
 # block_sharded' (default), 'fast' (its own weight layout, at the largest size) and
 # 'float32-residual-head' (the float32 presets' DRAM layout); DUSt3R 'bfloat16' (the former
 # default: the DRAM layout every size took before) at the tiny fixture's own size. DUSt3R's
-# default 'fast' runs full size in both orientations below.
+# default ('fast' with its four levers) runs full size below.
 TINY = [
     # 640x480: one resize step; 1280x720: two; with 518x518, three traced shapes (2 kept)
     ('da3-tiny', 1, ('518x518',), ('480x640', '720x1280'), None),
@@ -138,7 +138,8 @@ def test_two_command_queues_real_library(tiny_reports):
 @pytest.mark.slow
 @pytest.mark.parametrize('model,views,preset', [('da3-large', 1,
                                                 'fast-hifi3+mask_free_sdpa+block_sharded'),
-                                               ('dust3r-large', 2, 'fast')])
+                                               ('dust3r-large', 2, 'fast+fused_residual+'
+                                                'mask_free_sdpa+rope_kernel+block_sharded')])
 def test_full_size_engine_real_library_zero_rejections_zero_hazards(side_python, tmp_path, model,
                                                                     views, preset):
     """Each family's default preset at full size: DUSt3R in both orientations, DA3 at three sizes.

@@ -3,8 +3,8 @@
 Raw head outputs are compared per channel with the golden fixtures (which our fp32 torch model
 matches to ~1e-5); pts3d/conf PCC are reported; the trace path runs several pairs. Every
 non-default preset DUSt3R takes runs what it declares (support.ttnn_presets), gives its own
-numbers and stays within stated bounds of the fp32 pointmaps (the default 'fast':
-test_fast_precision.py).
+numbers and stays within stated bounds of the fp32 pointmaps (the default, 'fast' with its
+levers: test_fast_precision.py, test_ttnn_levers.py).
 """
 import json
 from collections import Counter
@@ -87,7 +87,8 @@ def test_non_default_preset_is_active_and_within_bounds(presets, name):
 def test_every_dust3r_preset_is_gated():
     """Each preset DUSt3R takes is the default (test_fast_precision.py) or has stated bounds."""
     from tt_depth_ros.engines.ttnn.precision import DEFAULTS
-    ungated = sorted(set(family_presets('dust3r')) - {DEFAULTS['dust3r']} - set(PRESET_BOUNDS))
+    default = DEFAULTS['dust3r'].split('+')[0]          # the preset the default adds levers to
+    ungated = sorted(set(family_presets('dust3r')) - {default} - set(PRESET_BOUNDS))
     assert not ungated, f'DUSt3R presets without stated bounds in PRESET_BOUNDS: {ungated}'
 
 
@@ -109,11 +110,12 @@ def grid(g, a):
 
 
 @pytest.mark.parametrize('fixture,size,dtype', [c + (None,) for c in CASES]
-                         + [CASES[1] + ('bfloat16',)])       # the default ('fast'); the former
+                         + [CASES[1] + ('bfloat16',)])       # the default; the former
 def test_tiny_raw_parity_every_golden_size(ttnn, tiny_sd, fixture, size, dtype):
+    from tt_depth_ros.engines.ttnn.precision import DEFAULTS
     g = np.load(DATA / fixture)
     with build_ttnn_engine('dust3r-tiny', state_dict=tiny_sd, dtype=dtype) as eng:
-        assert eng.info.dtype == (dtype or 'fast')
+        assert eng.info.dtype == (dtype or DEFAULTS['dust3r'])
         out = eng.infer(*views(size))
     for v in (1, 2):
         raw = grid(g, out[f'raw_{v}'])

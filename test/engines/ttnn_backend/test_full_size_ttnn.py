@@ -3,8 +3,8 @@
 rule-v1 weights, against the golden fixtures (our fp32 torch models match them to ~1e-5). DA3 runs
 its default preset 'fast-hifi3+mask_free_sdpa+block_sharded' against the issue's gate (depth
 PCC >= 0.9999; measured 0.99993, max rel 0.028); every other preset is gated at 56x84
-(test_da3_precision.py). DUSt3R runs its default 'fast' (raw PCC >= 0.995 per channel)
-on the golden pair at half size, against our fp32 torch model there.
+(test_da3_precision.py). DUSt3R runs its default, 'fast' with its four levers (raw PCC >= 0.995
+per channel), on the golden pair at half size, against our fp32 torch model there.
 Beside each PCC gate, the error's magnitude (median and p99 relative error of the depth, per
 3-D point of the pointmaps) and, for DA3, the sky mask's agreement. For
 comparison, our torch model run entirely in bf16 on the same input measured 0.99949 (an all-bf16

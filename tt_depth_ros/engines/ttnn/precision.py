@@ -37,7 +37,8 @@ prints them.
   decoder's MLPs at LoFi, weights rounded on the host).
 
 The defaults (DEFAULTS): DA3 'fast-hifi3+mask_free_sdpa+block_sharded' at the DA3 gate (depth
-PCC >= 0.9999), DUSt3R 'fast' at its own. A default may name levers ('+').
+PCC >= 0.9999), DUSt3R 'fast' with all four levers at its own (pts3d PCC >= 0.995). A default may
+name levers ('+').
 """
 from __future__ import annotations
 
@@ -354,8 +355,10 @@ ANCHORS = {
 
 # DA3: every ViT role at HiFi3 with the structural levers that move no value or raise the
 # depth's PCC; the cheapest DA3 design found at its default gate (docs/ttnn-precision.md
-# "Anchor gate").
-DEFAULTS = {'da3': 'fast-hifi3+mask_free_sdpa+block_sharded', 'dust3r': 'fast'}
+# "Anchor gate"). DUSt3R: 'fast' with every structural lever; on its bf16 residual stream the
+# fused residual rounds once less than linear + add, and the other three move no value.
+DEFAULTS = {'da3': 'fast-hifi3+mask_free_sdpa+block_sharded',
+            'dust3r': 'fast+fused_residual+mask_free_sdpa+rope_kernel+block_sharded'}
 CHOICES = ('auto',) + tuple(PRESETS)     # the nodes' ttnn_precision; 'auto' = DEFAULTS
 DA3_ONLY = ('float32-residual', 'float32-residual-head', 'float32', 'fast-hifi4', 'fast-hifi3',
             'fast-hifi2', 'fast-hifi2-bf16-head', 'fast-all-hifi2')

@@ -31,7 +31,8 @@ COMMON_PARAMS = (
               "ttnn_precision; onnxruntime runs its file as exported.", choices=TORCH_DTYPES),
     ParamSpec('ttnn_precision', 'auto', 'ttnn precision preset (engines/ttnn/precision.py; '
               'docs/ttnn-precision.md "Presets"): auto = the model\'s default (DA3 '
-              'fast-hifi3+mask_free_sdpa+block_sharded, depth PCC >= 0.9999; DUSt3R fast); '
+              'fast-hifi3+mask_free_sdpa+block_sharded, depth PCC >= 0.9999; DUSt3R '
+              'fast+fused_residual+mask_free_sdpa+rope_kernel+block_sharded); '
               'fast and the measured ports\' '
               'levers (DA3 fast-hifi2, fast-hifi2-bf16-head, fast-all-hifi2; DUSt3R '
               'fast-lofi-mlp) trade accuracy for speed. In diagnostics as \'precision\'. The '
