@@ -113,7 +113,7 @@ def run(model: str, sizes: list[str], grid: str = '11x10', max_traced_shapes=Non
         del sd
         result['timings_s']['build'] = round(time.perf_counter() - t0, 1)
         result['dispatch'], result['grid'] = eng.ctx.dispatch, list(eng.ctx.grid)
-        result['programs_estimate'] = eng.net.programs_estimate(eng.net.cfg)
+        result['programs_estimate'] = eng.net.programs_estimate(eng.net.cfg, eng.ctx.precision)
         result['max_traced_shapes'] = eng.max_traced_shapes
         rng = np.random.default_rng(0)
         outputs = {}

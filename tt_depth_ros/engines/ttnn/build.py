@@ -75,7 +75,7 @@ def build_ttnn_engine(model: str, *, device_id: int = 0, dtype: Any = None,
     sd = map_sd(state_dict)
     ttnn = load_ttnn()
     device, mode, grid = open_device(ttnn, device_id,
-                                     trace_region_size(net_cls.programs_estimate(cfg),
+                                     trace_region_size(net_cls.programs_estimate(cfg, precision),
                                                        int(max_traced_shapes)),
                                      logger, int(command_queues))
     ctx = TtContext(ttnn, device, grid, mode, precision,

@@ -63,17 +63,25 @@ class TtDust3r:
         self.head2 = TtDust3rDPT(ctx, sd, 'downstream_head2.dpt.', cfg)
 
     @staticmethod
-    def programs_estimate(cfg) -> int:
+    def programs_estimate(cfg, precision) -> int:
         """Upper bound on device programs per traced forward (trace region sizing).
 
         The real ttnn 0.81.1 counts the programs in the dry run (devtools/ttnn/dryrun; the
         driver's --json records them per size): just under 20 per encoder layer (both views in
         one batch), about 80 per decoder layer (two branches), and several hundred for the two
         DPT heads (several programs per conv; a masked grid adds slices). Bound: 20 per encoder
-        + 100 per decoder layer + 600 (tiny 1,840, Large 2,280); test_ttnn_dryrun checks it
-        against every count.
+        + 100 per decoder layer + 600 (tiny 1,840, Large 2,280). The levers take programs out:
+        `fused_residual` the add of every residual step (2 per encoder layer; 3 per decoder
+        branch: self-attention, cross-attention, MLP), `rope_kernel` 3 of the 4 RoPE ops for each
+        rotated q and k (2 per encoder layer; self and cross q and k, 4 per decoder branch).
+        test_ttnn_dryrun checks the bound against every count.
         """
-        return 20 * cfg.enc_depth + 100 * cfg.dec_depth + 600
+        enc, dec = 20, 100
+        if precision.fused_residual:
+            enc, dec = enc - 2, dec - 2 * 3
+        if precision.rope_kernel:
+            enc, dec = enc - 3 * 2, dec - 2 * 3 * 4
+        return enc * cfg.enc_depth + dec * cfg.dec_depth + 600
 
     def _rope(self, sc, dim: int, heads: int):
         dh = dim // heads
