@@ -143,7 +143,10 @@ def test_metric_depth_scale_gives_metres_in_stereo_and_temporal_modes():
         ns = f'/pair_geo_metric_{mode}'
         params = dict(mode=mode, engine_plugin=SCENE_ENGINE,
                       engine_plugin_args=f'{{"mode": "{mode}"}}', network_size=112,
-                      scale_source='depth', keyframe_every_n=2, diagnostics_period=0.2)
+                      scale_source='depth', keyframe_every_n=2, diagnostics_period=0.2,
+                      # under CI load the metric image can reach the worker after the default
+                      # 0.5 s; without it the pair has no metric scale and no pose is published
+                      metric_depth_wait_s=5.0)
         probe = PairProbe(ns, mode)
         try:
             with spawn(pair_node_cmd(ns, params), env=child_env(), name=f'pair_m_{mode}') as pr:
