@@ -112,7 +112,7 @@ def fpu_matmul(in0, in1, cfg):
     for k in range(0, in0.shape[-1], DST_STEP):       # a bf16 Dst after every 16-deep step
         part = sum(torch.matmul(f64(a[..., k:k + DST_STEP]), f64(b[..., k:k + DST_STEP, :]))
                    for a, b in pairs)
-        acc = numerics.round_bf16(numerics.rounded(acc + part))
+        acc = numerics.round_bf16(acc + part)        # float64 sum -> float32 -> bf16
     return acc
 
 

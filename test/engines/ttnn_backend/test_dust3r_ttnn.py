@@ -25,7 +25,7 @@ from support.ttnn_presets import (
 )
 from tt_depth_ros.engines.parity import compare_maps, pcc
 from tt_depth_ros.engines.ttnn import build_ttnn_engine
-from tt_depth_ros.engines.ttnn.precision import parse_precision
+from tt_depth_ros.engines.ttnn.precision import DEFAULTS, parse_precision
 
 DATA = Path(__file__).resolve().parents[2] / 'data' / 'dust3r'
 CASES = [('tiny_80x112.npz', '80x112'), ('tiny_384x512_grid4.npz', '384x512'),
@@ -86,7 +86,6 @@ def test_non_default_preset_is_active_and_within_bounds(presets, name):
 
 def test_every_dust3r_preset_is_gated():
     """Each preset DUSt3R takes is the default (test_fast_precision.py) or has stated bounds."""
-    from tt_depth_ros.engines.ttnn.precision import DEFAULTS
     default = DEFAULTS['dust3r'].split('+')[0]          # the preset the default adds levers to
     ungated = sorted(set(family_presets('dust3r')) - {default} - set(PRESET_BOUNDS))
     assert not ungated, f'DUSt3R presets without stated bounds in PRESET_BOUNDS: {ungated}'
@@ -112,7 +111,6 @@ def grid(g, a):
 @pytest.mark.parametrize('fixture,size,dtype', [c + (None,) for c in CASES]
                          + [CASES[1] + ('bfloat16',)])       # the default; the former
 def test_tiny_raw_parity_every_golden_size(ttnn, tiny_sd, fixture, size, dtype):
-    from tt_depth_ros.engines.ttnn.precision import DEFAULTS
     g = np.load(DATA / fixture)
     with build_ttnn_engine('dust3r-tiny', state_dict=tiny_sd, dtype=dtype) as eng:
         assert eng.info.dtype == (dtype or DEFAULTS['dust3r'])
