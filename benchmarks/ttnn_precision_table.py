@@ -143,6 +143,9 @@ def main(argv=None) -> int:
     ap.add_argument('--variant', action='append', default=[])
     ap.add_argument('--noise-seeds', type=int, default=0,
                     help="measure the anchor gate's noise bound with N dithered runs")
+    ap.add_argument('--preset-noise', action='store_true',
+                    help='with --noise-seeds: also each preset\'s own PCC change over the N '
+                         'dithers (how far from a gate its margin must be to decide)')
     ap.add_argument('--estimate-json', action='append', default=[])
     a = ap.parse_args(argv)
     from devtools.checkpoints import torch_state_dict
@@ -176,13 +179,16 @@ def main(argv=None) -> int:
             (f'fast[{v}]', variant(v, fam), None) for v in a.variant]
         for name, dtype, r in runs:
             r = r or measure(model, sd, dtype)
+            if a.preset_noise and a.noise_seeds and r is not ref:
+                r['noise'] = noise_bound(model, sd, dtype, a.noise_seeds, r['pcc'])
             ms = est.get((ENGINE[model], name), {})
             ms_txt = ' / '.join(f'{v:.1f}' for v in ms.values()) or '-'
             rel = f'{r["max_rel"]:.4f}' if 'max_rel' in r else '-'
             ok = 'yes' if r['pcc'] >= GATES[fam] else 'NO'
             ok_a = 'yes' if r['pcc'] >= bar else 'NO'
+            dith = f' {r["noise"]:.1e} dithered |' if 'noise' in r else ''
             print(f'| {name:<34} | {r["pcc"]:.6f} | {rel:>7} | {ok:>7} | {ok_a:>6} | '
-                  f'{ms_txt:>7} | {r["wall_s"]:>6} |', flush=True)
+                  f'{ms_txt:>7} | {r["wall_s"]:>6} |{dith}', flush=True)
             gc.collect()
         del sd
         gc.collect()
