@@ -78,15 +78,19 @@ def test_stereo_pair_on_the_remapped_topics_gives_a_cloud(stereo, probe):
         probe.wait_matched(img_pub)
         probe.wait_matched(info_pub)
     views, K = pair_u8(f'{H}x{W}'), intrinsics(W, H)
+    sent = []
 
     def cloud():
+        # a new stamp each try: the node drops a repeated stamp as a duplicate, so a first pair
+        # that arrived before its CameraInfo (skipped) would never be tried again
         header = Header(frame_id='pl_optical')
-        header.stamp.sec = 9
+        header.stamp.sec = 9 + len(sent)
+        sent.append(header.stamp.sec)
         for (img_pub, info_pub), rgb in zip(pubs, views):
             info_pub.publish(camera_info_for(K, W, H, header))
             img_pub.publish(rgb_image_msg(np.ascontiguousarray(rgb), header))
         time.sleep(0.5)
-        return [m for m in probe.got('/pst/points') if m.header.stamp.sec == 9]
+        return [m for m in probe.got('/pst/points') if m.header.stamp.sec in sent]
 
     msg = wait_for(cloud, 90, what='a cloud for the stereo pair')[0]
     assert msg.header.frame_id == 'pl_optical' and msg.width > 0, stereo.log()
