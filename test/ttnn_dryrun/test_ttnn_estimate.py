@@ -258,6 +258,20 @@ def test_estimate_tiny_da3_through_the_real_library(tiny_run):
     assert cam['stages']['camera resize']['ops'] == row['ops']
 
 
+def test_preset_table_holds_the_head_against_its_roofline(tiny_run):
+    """--table: 'no head' drops the head stage, 'head roof' puts it back at its roofline."""
+    from benchmarks import ttnn_estimate
+    _, out = tiny_run
+    est = json.loads(out.read_text())['runs'][0]['sizes']['280x504']
+    est = cost.estimate(est['records'], est['grid_cores'])
+    head = est['stages']['head']
+    row = ttnn_estimate.table([str(out)]).splitlines()[2].split()
+    no_head, head_roof = float(row[-3]), float(row[-2])
+    assert no_head == pytest.approx(est['total']['estimate_ms'] - head['estimate_ms'], abs=0.01)
+    assert head_roof == pytest.approx(no_head + head['ideal_ms'], abs=0.01)
+    assert no_head < head_roof < est['total']['estimate_ms']
+
+
 def test_card_report_measured_beside_the_estimate(tiny_run, tmp_path, capsys):
     """bench_ttnn --ops-csv --estimate-json on a fake profiler report of the tiny forward."""
     from benchmarks import bench_ttnn
