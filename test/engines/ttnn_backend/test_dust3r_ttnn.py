@@ -50,6 +50,7 @@ PRESET_BOUNDS = {
     'bfloat8_b': (0.96, 0.4, 0.9),
     'bfloat8_b-lofi': (0.9, 1.0, 1.1),
     'fast-lofi-mlp': (0.997, 0.5, 0.75),
+    'fast-all-hifi2': (0.997, 0.6, 0.85),
 }
 ROUNDOFF_REL = 1e-5
 # 'bfloat16' at 384x512 (the golden grid): median and p99 relative error per 3-D point <=, about

@@ -35,8 +35,8 @@ COMMON_PARAMS = (
               'fast+fused_residual+mask_free_sdpa+rope_kernel+block_sharded); '
               'fast and the measured ports\' '
               'levers (DA3 fast-hifi2, fast-hifi2-bf16-head, fast-all-hifi2; DUSt3R '
-              'fast-lofi-mlp) trade accuracy for speed. In diagnostics as \'precision\'. The '
-              'other backends ignore it.', choices=TTNN_PRECISIONS),
+              'fast-all-hifi2, fast-lofi-mlp) trade accuracy for speed. In diagnostics as '
+              '\'precision\'. The other backends ignore it.', choices=TTNN_PRECISIONS),
     ParamSpec('engine_plugin', '', "Tests/integration only: 'module:callable' returning an Engine "
               'instead of build_engine; never chosen automatically; set at process start only.',
               read_only=True),
