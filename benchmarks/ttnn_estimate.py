@@ -106,8 +106,8 @@ def without_head_ms(est: dict) -> float:
 def head_at_roofline_ms(est: dict) -> float:
     """The estimate with its DPT head stage at that stage's plain roofline, ms.
 
-    No tuning of this head's ops (configs, grids, fusing its data movement into its convs) can
-    bring the forward under it; only a head that moves fewer bytes or does fewer MACs can.
+    No faster kernel for the same ops can bring the forward under it; only a head whose ops
+    move fewer bytes or take fewer MAC passes (fewer ops, lower fidelity) can.
     """
     head = est['stages'].get('head')
     return without_head_ms(est) + (head['ideal_ms'] if head else 0.0)

@@ -126,7 +126,8 @@ def _roles(fidelity: dict[str, str], **weights: str) -> tuple[RoleSetting, ...]:
 # SDPA; qkv, proj and fc2 at HiFi2 drop the depth below the gate (their outputs enter the
 # residual stream or the softmax unnormalised), and so do the RCUs below HiFi4 (they add into
 # the head's running sum at full resolution). DUSt3R: every linear and SDPA at HiFi2, the
-# output's two 3x3 convs at HiFi2, the other head convs at HiFi3 (all at HiFi2 misses the gate).
+# output's two 3x3 convs at HiFi2, the other head convs at HiFi3 (all at HiFi2, its
+# 'fast-all-hifi2', is within the stand-in's noise of the gate).
 FAST_ROLES_DA3 = _roles({'qkv': 'HiFi3', 'proj': 'HiFi3', 'fc1': 'HiFi2', 'fc2': 'HiFi3',
                          'sdpa': 'HiFi2', 'reassemble': 'HiFi3', 'rn': 'HiFi3',
                          'out_first': 'HiFi3', 'out_hidden': 'HiFi3'})
