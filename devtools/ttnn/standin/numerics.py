@@ -72,6 +72,11 @@ def rounded(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.float32)
 
 
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim as every stand-in op evaluates it (softmax, SDPA): `rounded`."""
+    return rounded(torch.softmax(f64(x), dim=-1))
+
+
 def jitter(x: torch.Tensor) -> torch.Tensor:
     """A float32 sum `x` perturbed under `dither`; `x` itself otherwise."""
     if _DITHER['seed'] is None or x.is_meta:

@@ -96,7 +96,7 @@ def _conv(name, *, input_tensor, weight_tensor, device, in_channels, out_channel
                                                          in_channels).permute(0, 3, 1, 2)
         y = 0.0
         for vp, wp in fpu_pairs(v, d[1], fidelity_of(compute_config)):   # x: in0, w: in1
-            vp, wp = numerics.f64(vp), numerics.f64(wp)                   # numerics.rounded
+            vp, wp = numerics.f64(vp), numerics.f64(wp)        # summed in float64, rounded below
             if transposed:
                 y = y + torch.nn.functional.conv_transpose2d(
                     vp, wp, None, stride, padding, tuple(output_padding), groups, dilation)

@@ -105,7 +105,7 @@ def fpu_matmul(in0, in1, cfg):
     fidelity = fidelity_of(cfg)
     fp32_acc = cfg is not None and cfg.fp32_dest_acc_en
     if fp32_acc or in0.is_meta or numerics.exact_on():
-        return numerics.jitter(numerics.rounded(sum(
+        return numerics.jitter(rounded(sum(
             torch.matmul(f64(a), f64(b)) for a, b in fpu_pairs(in0, in1, fidelity))))
     pairs = fpu_pairs(in0, in1, fidelity)
     acc = 0.0
@@ -318,7 +318,7 @@ def softmax(input_tensor, dim=-1, *, memory_config=None, compute_kernel_config=N
     _last_dim_check('softmax', x)
 
     def fn(d):
-        y = rounded(torch.softmax(f64(d[0]), dim=-1))
+        y = numerics.softmax(d[0])
         return [(numerics.quantize(y, x.dtype), tuple(x.shape), x.dtype, Layout.TILE)]
     return launch('softmax', [x], (repr(compute_kernel_config),), fn,
                   memory_config=memory_config)[0]

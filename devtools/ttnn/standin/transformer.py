@@ -118,8 +118,7 @@ def scaled_dot_product_attention(input_tensor_q, input_tensor_k, input_tensor_v,
             att = att.masked_fill(~causal, float('-inf'))
         elif sk != s_kv:                                # keys past the logical length
             att[..., s_kv:] = float('-inf')
-        p = numerics.quantize(numerics.rounded(torch.softmax(numerics.f64(att), dim=-1)),
-                              DataType.BFLOAT16)
+        p = numerics.quantize(numerics.softmax(att), DataType.BFLOAT16)
         chunk = sk if program_config is None else program_config.k_chunk_size
         y = 0.0
         for c in range(0, sk, chunk):                 # per K chunk, then into a bf16 buffer
